@@ -1,0 +1,157 @@
+import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyServerOptions } from 'fastify';
+import fastifyCookie from '@fastify/cookie';
+import fastifyCors from '@fastify/cors';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import { systemClock, type Clock } from './clock.js';
+import type { Config } from './config.js';
+import type { Db } from './db/db.js';
+import { createPasswordHasher, type PasswordHasher } from './crypto/password.js';
+import { registerBodyParsers } from './plugins/body-parsers.js';
+import { registerErrorHandler } from './plugins/error-handler.js';
+import { keysRoutes } from './modules/keys/keys.routes.js';
+import { loadKeyStore, type KeyStore } from './modules/keys/keys.service.js';
+import { createLogTransport, createSmtpTransport, type MailTransport } from './modules/mail/mail.transport.js';
+import { createOutboxWorker, type OutboxWorker } from './modules/mail/outbox.worker.js';
+import { sessionsRoutes } from './modules/sessions/sessions.routes.js';
+import { createSessionsService } from './modules/sessions/sessions.service.js';
+import { createAccessTokenService } from './modules/tokens/access-token.service.js';
+import { usersRoutes } from './modules/users/users.routes.js';
+import { createUsersService } from './modules/users/users.service.js';
+import { verificationRoutes } from './modules/verification/verification.routes.js';
+import { createVerificationService } from './modules/verification/verification.service.js';
+import './plugins/authenticate.js';
+
+/** Every route of the interface lives under this prefix (spec §9). */
+export const API_PREFIX = '/auth/v0';
+
+/** Largest accepted request body in bytes; larger ones answer 413 `request.body_too_large`. */
+export const BODY_LIMIT_BYTES = 16 * 1024;
+
+/**
+ * Ajv options for request validation, shared by production and tests: unknown members are
+ * rejected (`additionalProperties: false` with `removeAdditional: false`), never stripped, and
+ * no type is coerced (a number is not a password).
+ */
+export const AJV_OPTIONS = {
+  customOptions: { removeAdditional: false, coerceTypes: false, useDefaults: false, allErrors: false },
+} as const satisfies FastifyServerOptions['ajv'];
+
+/** What {@link buildApp} needs. Everything but `config` and `db` has a production default. */
+export interface AppDeps {
+  readonly config: Config;
+  /** An open database whose schema is current (see `migrate`). buildApp does not close it. */
+  readonly db: Db;
+  readonly clock?: Clock;
+  /** Defaults to argon2id with `config.argon2`; tests pass a cheap one. */
+  readonly passwordHasher?: PasswordHasher;
+  /** Defaults to SMTP when `config.smtp` is set, else the log transport. */
+  readonly mailTransport?: MailTransport;
+  /** Defaults to the signing and retired keys named by the configuration. */
+  readonly keys?: KeyStore;
+  /** A pino logger (tests capture output with one); defaults to JSON on stdout at `config.logLevel`. */
+  readonly logger?: FastifyBaseLogger;
+  /** Start the outbox worker when the app is ready (default true). */
+  readonly startOutboxWorker?: boolean;
+}
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    /** The in-process email outbox worker (tests call `runOnce()` to deliver deterministically). */
+    outbox: OutboxWorker;
+    /** The key store: signing key, verification keys and JWKS. */
+    keys: KeyStore;
+  }
+}
+
+/** Log serialiser for requests: method and path only. The query string can carry a verification code. */
+function requestSerializer(req: { method: string; url: string; ip?: string }): Record<string, unknown> {
+  const q = req.url.indexOf('?');
+  return { method: req.method, path: q === -1 ? req.url : req.url.slice(0, q), ip: req.ip };
+}
+
+/** Logger options: headers that carry secrets are never logged (ASVS 5.0 V16.2.5). */
+export function loggerOptions(level: string): FastifyServerOptions['logger'] {
+  return {
+    level,
+    redact: { paths: ['req.headers.authorization', 'req.headers.cookie', 'res.headers["set-cookie"]'], censor: '[redacted]' },
+    serializers: { req: requestSerializer },
+  };
+}
+
+/**
+ * Builds the whole service as a Fastify instance (STYLE: external plugins, then services, then
+ * routes). It never listens and never migrates; `main.ts` does both, tests call `inject()`.
+ * The outbox worker starts on `ready` and stops on `close`.
+ *
+ * @throws when the signing key cannot be loaded.
+ */
+export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
+  const { config, db } = deps;
+  const clock = deps.clock ?? systemClock;
+  const app = Fastify({
+    ...(deps.logger !== undefined ? { loggerInstance: deps.logger } : { logger: loggerOptions(config.logLevel) }),
+    ajv: AJV_OPTIONS,
+    bodyLimit: BODY_LIMIT_BYTES,
+    trustProxy: config.trustProxy,
+    return503OnClosing: true,
+  }).withTypeProvider<TypeBoxTypeProvider>();
+
+  // External plugins and cross-cutting behaviour.
+  registerErrorHandler(app);
+  registerBodyParsers(app);
+  await app.register(fastifyCookie);
+  if (config.corsOrigins.length > 0) {
+    await app.register(fastifyCors, { origin: [...config.corsOrigins], credentials: true });
+  }
+  app.decorateRequest('auth', null);
+  app.addHook('onSend', async (_request, reply) => {
+    // Nothing this service answers may be cached by default; JWKS sets its own public policy.
+    if (!reply.hasHeader('cache-control')) reply.header('cache-control', 'no-store');
+    reply.header('x-content-type-options', 'nosniff');
+  });
+
+  // Services.
+  const keys =
+    deps.keys ??
+    (await loadKeyStore({ privateKeyFile: config.jwt.privateKeyFile, publicKeyFiles: config.jwt.publicKeyFiles, dataDir: config.dataDir }));
+  const hasher = deps.passwordHasher ?? (await createPasswordHasher(config.argon2));
+  const transport = deps.mailTransport ?? (config.smtp !== undefined ? createSmtpTransport(config.smtp) : createLogTransport(app.log));
+  const outbox = createOutboxWorker({ db, transport, clock, log: app.log });
+  const onEmailQueued = (): void => outbox.nudge();
+  const accessTokens = createAccessTokenService({
+    keys,
+    issuer: config.jwt.issuer,
+    audience: config.jwt.audience,
+    ttlSeconds: config.jwt.accessTokenTtlSeconds,
+    clock,
+  });
+  const verification = createVerificationService({
+    db,
+    clock,
+    codeHmacKey: keys.codeHmacKey,
+    codeTtlSeconds: config.verificationCodeTtlSeconds,
+    onEmailQueued,
+  });
+  const users = createUsersService({ db, clock, hasher, verification, onEmailQueued });
+  const sessions = createSessionsService({ db, clock, hasher, accessTokens, sessionTtlSeconds: config.sessionTtlSeconds, log: app.log });
+  app.decorate('outbox', outbox);
+  app.decorate('keys', keys);
+
+  if (deps.startOutboxWorker ?? true) app.addHook('onReady', async () => outbox.start());
+  app.addHook('onClose', async () => {
+    await outbox.stop();
+    transport.close();
+  });
+
+  // Routes.
+  await app.register(
+    async (api) => {
+      await api.register(usersRoutes({ users, sessions }));
+      await api.register(sessionsRoutes({ sessions }));
+      await api.register(verificationRoutes({ verification }));
+      await api.register(keysRoutes({ keys }));
+    },
+    { prefix: API_PREFIX },
+  );
+  return app;
+}

@@ -1,0 +1,202 @@
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+
+/** SMTP transport security: none, required STARTTLS upgrade, or implicit TLS (decisions.md §2). */
+export type SmtpTlsMode = 'none' | 'starttls' | 'tls';
+
+export interface SmtpConfig {
+  readonly host: string;
+  readonly port: number;
+  readonly tls: SmtpTlsMode;
+  readonly username: string | undefined;
+  readonly password: string | undefined;
+  readonly from: string;
+  readonly fromName: string | undefined;
+}
+
+/** argon2id cost parameters (memory in KiB). OWASP Password Storage Cheat Sheet minimum: m=19456, t=2, p=1. */
+export interface Argon2Params {
+  readonly memoryCost: number;
+  readonly timeCost: number;
+  readonly parallelism: number;
+}
+
+export type LogLevel = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
+
+/** The validated, frozen service configuration. Built once at start by {@link loadConfig}. */
+export interface Config {
+  readonly host: string;
+  readonly port: number;
+  /** `postgres://` URL; undefined selects the embedded PGlite database in `dataDir`. */
+  readonly databaseUrl: string | undefined;
+  readonly databasePoolMax: number;
+  readonly dataDir: string;
+  readonly migrateOnStart: boolean;
+  readonly jwt: {
+    /** PEM RSA private key path; undefined: a key is generated once into `dataDir`. */
+    readonly privateKeyFile: string | undefined;
+    /** PEM public keys of retired signing keys, still published in the JWKS. */
+    readonly publicKeyFiles: readonly string[];
+    readonly issuer: string;
+    readonly audience: string;
+    readonly accessTokenTtlSeconds: number;
+  };
+  readonly sessionTtlSeconds: number;
+  readonly verificationCodeTtlSeconds: number;
+  readonly refreshReuseGraceSeconds: number;
+  /** undefined: emails are written to the log (development mode). */
+  readonly smtp: SmtpConfig | undefined;
+  readonly trustProxy: boolean;
+  readonly corsOrigins: readonly string[];
+  readonly logLevel: LogLevel;
+  readonly argon2: Argon2Params;
+}
+
+/** OWASP Password Storage Cheat Sheet, argon2id first configuration; also the lowest accepted values. */
+export const OWASP_ARGON2_MINIMUM: Argon2Params = Object.freeze({ memoryCost: 19456, timeCost: 2, parallelism: 1 });
+
+export const DEFAULT_JWT_ISSUER = 'auth-service';
+export const DEFAULT_JWT_AUDIENCE = 'auth-service';
+
+/** Thrown by {@link loadConfig} with every bad setting listed, one per line. */
+export class ConfigError extends Error {
+  constructor(readonly problems: readonly string[]) {
+    super(`Invalid configuration:\n  - ${problems.join('\n  - ')}`);
+    this.name = 'ConfigError';
+  }
+}
+
+/** Settings whose value may instead be read from the file named by `<NAME>_FILE` (Docker/Kubernetes secrets). */
+const FILE_BACKED = ['DATABASE_URL', 'SMTP_USERNAME', 'SMTP_PASSWORD'] as const;
+
+const LOG_LEVELS: readonly LogLevel[] = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
+
+/**
+ * Reads and validates the configuration from environment variables (decisions.md §2).
+ *
+ * @param env the environment, `process.env` in production; tests pass a plain object.
+ * @returns a deeply frozen {@link Config}.
+ * @throws {ConfigError} listing every bad setting at once, so an operator fixes them in one go.
+ */
+export function loadConfig(env: Readonly<Record<string, string | undefined>>): Config {
+  const problems: string[] = [];
+  const values: Record<string, string | undefined> = { ...env };
+  for (const name of FILE_BACKED) {
+    const file = env[`${name}_FILE`];
+    if (file === undefined || file === '') continue;
+    try {
+      values[name] = readFileSync(file, 'utf8').replace(/\r?\n$/, '');
+    } catch (err) {
+      problems.push(`${name}_FILE: cannot read ${file} (${(err as NodeJS.ErrnoException).code ?? 'error'})`);
+    }
+  }
+  const str = (name: string): string | undefined => {
+    const v = values[name];
+    return v === undefined || v.trim() === '' ? undefined : v.trim();
+  };
+  const int = (name: string, fallback: number, min: number, max: number): number => {
+    const raw = str(name);
+    if (raw === undefined) return fallback;
+    if (!/^\d+$/.test(raw) || Number(raw) < min || Number(raw) > max) {
+      problems.push(`${name}: expected an integer from ${min} to ${max}, got "${raw}"`);
+      return fallback;
+    }
+    return Number(raw);
+  };
+  const bool = (name: string, fallback: boolean): boolean => {
+    const raw = str(name);
+    if (raw === undefined) return fallback;
+    if (raw === 'true' || raw === '1') return true;
+    if (raw === 'false' || raw === '0') return false;
+    problems.push(`${name}: expected true or false, got "${raw}"`);
+    return fallback;
+  };
+  const list = (name: string): string[] =>
+    (str(name) ?? '')
+      .split(',')
+      .map((s) => s.trim())
+      .filter((s) => s !== '');
+
+  const databaseUrl = str('DATABASE_URL');
+  if (databaseUrl !== undefined && !/^postgres(ql)?:\/\//.test(databaseUrl)) {
+    problems.push('DATABASE_URL: expected a postgres:// or postgresql:// URL');
+  }
+
+  const smtpHost = str('SMTP_HOST');
+  const smtpTlsRaw = str('SMTP_TLS') ?? 'starttls';
+  let smtpTls: SmtpTlsMode = 'starttls';
+  if (smtpTlsRaw === 'none' || smtpTlsRaw === 'starttls' || smtpTlsRaw === 'tls') smtpTls = smtpTlsRaw;
+  else problems.push(`SMTP_TLS: expected none, starttls or tls, got "${smtpTlsRaw}"`);
+  const smtpPort = int('SMTP_PORT', smtpTls === 'tls' ? 465 : 587, 1, 65535);
+  const smtpFrom = str('SMTP_FROM');
+  let smtp: SmtpConfig | undefined;
+  if (smtpHost !== undefined) {
+    if (smtpFrom === undefined) problems.push('SMTP_FROM: required when SMTP_HOST is set');
+    else if (!/^[^\s@]+@[^\s@]+$/.test(smtpFrom)) problems.push(`SMTP_FROM: expected an email address, got "${smtpFrom}"`);
+    smtp = {
+      host: smtpHost,
+      port: smtpPort,
+      tls: smtpTls,
+      username: str('SMTP_USERNAME'),
+      password: str('SMTP_PASSWORD'),
+      from: smtpFrom ?? '',
+      fromName: str('SMTP_FROM_NAME'),
+    };
+    if ((smtp.username === undefined) !== (smtp.password === undefined)) {
+      problems.push('SMTP_USERNAME and SMTP_PASSWORD: set both or neither');
+    }
+  }
+
+  const logLevel = (str('LOG_LEVEL') ?? 'info') as LogLevel;
+  if (!LOG_LEVELS.includes(logLevel)) problems.push(`LOG_LEVEL: expected one of ${LOG_LEVELS.join(', ')}, got "${logLevel}"`);
+
+  const corsOrigins = list('CORS_ORIGINS');
+  for (const origin of corsOrigins) {
+    if (origin === '*' || !/^https?:\/\/[^/\s]+$/.test(origin)) {
+      problems.push(`CORS_ORIGINS: "${origin}" is not an origin like https://app.example.com (no wildcard, no path)`);
+    }
+  }
+
+  const refreshReuseGraceSeconds = int('REFRESH_REUSE_GRACE_SECONDS', 0, 0, 300);
+  if (refreshReuseGraceSeconds > 0) {
+    problems.push('REFRESH_REUSE_GRACE_SECONDS: only 0 (strict reuse detection) is supported in this version');
+  }
+
+  const config: Config = {
+    host: str('HOST') ?? '127.0.0.1',
+    port: int('PORT', 3000, 0, 65535),
+    databaseUrl,
+    databasePoolMax: int('DATABASE_POOL_MAX', 10, 1, 1000),
+    dataDir: path.resolve(str('DATA_DIR') ?? './data'),
+    migrateOnStart: bool('MIGRATE_ON_START', true),
+    jwt: {
+      privateKeyFile: str('JWT_PRIVATE_KEY_FILE'),
+      publicKeyFiles: list('JWT_PUBLIC_KEY_FILES'),
+      issuer: str('JWT_ISSUER') ?? DEFAULT_JWT_ISSUER,
+      audience: str('JWT_AUDIENCE') ?? DEFAULT_JWT_AUDIENCE,
+      accessTokenTtlSeconds: int('ACCESS_TOKEN_TTL_SECONDS', 900, 30, 86400),
+    },
+    sessionTtlSeconds: int('SESSION_TTL_SECONDS', 2592000, 60, 31536000),
+    verificationCodeTtlSeconds: int('VERIFICATION_CODE_TTL_SECONDS', 900, 60, 86400),
+    refreshReuseGraceSeconds,
+    smtp,
+    trustProxy: bool('TRUST_PROXY', false),
+    corsOrigins,
+    logLevel,
+    argon2: {
+      memoryCost: int('ARGON2_MEMORY_KIB', OWASP_ARGON2_MINIMUM.memoryCost, OWASP_ARGON2_MINIMUM.memoryCost, 4194304),
+      timeCost: int('ARGON2_TIME_COST', OWASP_ARGON2_MINIMUM.timeCost, OWASP_ARGON2_MINIMUM.timeCost, 100),
+      parallelism: int('ARGON2_PARALLELISM', OWASP_ARGON2_MINIMUM.parallelism, 1, 16),
+    },
+  };
+  if (problems.length > 0) throw new ConfigError(problems);
+  return deepFreeze(config);
+}
+
+function deepFreeze<T>(value: T): T {
+  if (value !== null && typeof value === 'object') {
+    for (const v of Object.values(value)) deepFreeze(v);
+    Object.freeze(value);
+  }
+  return value;
+}

@@ -1,0 +1,67 @@
+import { existsSync } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import Postgrator from 'postgrator';
+import type { Db } from './db.js';
+
+/** Postgrator's version table. */
+const SCHEMA_TABLE = 'schema_version';
+/** Key of the PostgreSQL advisory lock that serialises migrations across instances (decisions.md §1). */
+const MIGRATION_LOCK_KEY = 7_243_001;
+
+/** The `migrations/` folder of this package, found from this file in `src/` or `dist/src/`. */
+export function migrationsDir(): string {
+  let dir = path.dirname(fileURLToPath(import.meta.url));
+  for (;;) {
+    if (existsSync(path.join(dir, 'package.json')) && existsSync(path.join(dir, 'migrations'))) {
+      return path.join(dir, 'migrations');
+    }
+    const parent = path.dirname(dir);
+    if (parent === dir) throw new Error('migrations folder not found');
+    dir = parent;
+  }
+}
+
+/** Where the schema stands: the applied version and the newest version shipped with the code. */
+export interface SchemaStatus {
+  readonly current: number;
+  readonly latest: number;
+}
+
+function postgrator(conn: { query: Db['query']; exec: Db['exec'] }): Postgrator {
+  return new Postgrator({
+    migrationPattern: path.join(migrationsDir(), '*.do.*.sql').replaceAll('\\', '/'),
+    driver: 'pg',
+    schemaTable: SCHEMA_TABLE,
+    execQuery: (sql) => conn.query(sql),
+    execSqlScript: (sql) => conn.exec(sql),
+  });
+}
+
+/**
+ * Applies every pending forward-only migration from `migrations/`, holding a PostgreSQL
+ * advisory lock so that several instances starting at once migrate one after the other.
+ *
+ * @returns the versions applied by this call (empty when the schema was current).
+ * @throws the failing migration's database error; earlier migrations stay applied.
+ */
+export async function migrate(db: Db): Promise<number[]> {
+  return db.withConnection(async (conn) => {
+    await conn.query('SELECT pg_advisory_lock($1)', [MIGRATION_LOCK_KEY]);
+    try {
+      const applied = await postgrator(conn).migrate();
+      return applied.map((m) => m.version);
+    } finally {
+      await conn.query('SELECT pg_advisory_unlock($1)', [MIGRATION_LOCK_KEY]);
+    }
+  });
+}
+
+/** Reads the applied and latest schema versions without changing anything. */
+export async function schemaStatus(db: Db): Promise<SchemaStatus> {
+  return db.withConnection(async (conn) => {
+    const p = postgrator(conn);
+    const [current, latest] = await Promise.all([p.getDatabaseVersion(), p.getMaxVersion()]);
+    return { current, latest };
+  });
+}

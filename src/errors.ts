@@ -1,0 +1,75 @@
+import { Type } from '@sinclair/typebox';
+
+/**
+ * The error-code catalog (decisions.md §7): every `{code, message}` the service can answer,
+ * with its HTTP status. Errors are data: routes and services throw {@link AppError} with a
+ * catalog code, and the error handler turns it into the response. Public messages never
+ * carry internals; causes go to the log.
+ */
+export const ERROR_CATALOG = {
+  'auth.sign_up.validation_failed': { status: 400, message: 'The sign-up request is invalid.' },
+  'auth.sign_in.validation_failed': { status: 400, message: 'The sign-in request is invalid.' },
+  'auth.verify_email.validation_failed': { status: 400, message: 'The verification request is invalid.' },
+  'auth.resend_verification.validation_failed': { status: 400, message: 'The resend request is invalid.' },
+  'auth.change_password.validation_failed': { status: 400, message: 'The change-password request is invalid.' },
+  'auth.missing_access_token': { status: 401, message: 'An access token is required: send Authorization: Bearer <token>.' },
+  'auth.invalid_access_token': { status: 401, message: 'The access token is invalid, expired, or its session has ended.' },
+  'auth.missing_refresh_token': { status: 401, message: 'The refresh_token cookie is missing.' },
+  'auth.invalid_refresh_token': { status: 401, message: 'The refresh token is invalid or its session has ended.' },
+  'auth.refresh_token_reused': { status: 401, message: 'The refresh token was already used; the session has been revoked.' },
+  'auth.invalid_credentials': { status: 401, message: 'The credentials are invalid.' },
+  'auth.invalid_current_password': { status: 401, message: 'The current password is wrong.' },
+  'auth.email_not_verified': { status: 403, message: 'The email address has not been verified yet.' },
+  'auth.session_forbidden': { status: 403, message: 'This session belongs to another user.' },
+  'auth.verify_email.user_not_found': { status: 404, message: 'No user has this email address.' },
+  'auth.session_not_found': { status: 404, message: 'The session does not exist.' },
+  'request.not_found': { status: 404, message: 'No such route.' },
+  // Not in decisions.md §7: a malformed request on a route that takes no input (for example a bad URL).
+  'request.invalid': { status: 400, message: 'The request is malformed.' },
+  'auth.sign_up.username_taken': { status: 409, message: 'The username is already taken.' },
+  'auth.sign_up.email_taken': { status: 409, message: 'The email address is already registered.' },
+  'auth.sign_up.phone_taken': { status: 409, message: 'The phone number is already registered.' },
+  'auth.verify_email.code_expired': { status: 410, message: 'There is no active verification code; request a new one.' },
+  'auth.verify_email.code_mismatch': { status: 410, message: 'The verification code is wrong.' },
+  'auth.verify_email.too_many_attempts': { status: 410, message: 'Too many wrong codes; request a new one.' },
+  'request.body_too_large': { status: 413, message: 'The request body is too large.' },
+  'auth.resend_verification.too_many_attempts': { status: 429, message: 'A code was sent recently; try again later.' },
+  internal_error: { status: 500, message: 'Internal error.' },
+  service_unavailable: { status: 503, message: 'The service is temporarily unavailable; try again shortly.' },
+} as const satisfies Record<string, { status: number; message: string }>;
+
+export type ErrorCode = keyof typeof ERROR_CATALOG;
+
+/** The validation-failure codes; a route names one of these in its config as `validationError`. */
+export type ValidationErrorCode = Extract<ErrorCode, `${string}.validation_failed`>;
+
+/**
+ * A failure with a catalog code. `message` overrides the catalog's default public message
+ * (it must still be safe to show); `headers` are added to the response (for example `Retry-After`).
+ */
+export class AppError extends Error {
+  readonly status: number;
+  constructor(
+    readonly code: ErrorCode,
+    options: { message?: string; headers?: Record<string, string>; cause?: unknown } = {},
+  ) {
+    super(options.message ?? ERROR_CATALOG[code].message, { cause: options.cause });
+    this.name = 'AppError';
+    this.status = ERROR_CATALOG[code].status;
+    this.headers = options.headers ?? {};
+  }
+  readonly headers: Record<string, string>;
+}
+
+/** The Error body (spec §7): exactly `{code, message}`. */
+export const ErrorSchema = Type.Object(
+  { code: Type.String({ description: 'Dotted machine-readable code from the catalog.' }), message: Type.String() },
+  { $id: 'Error', additionalProperties: false, title: 'Error' },
+);
+
+/** Response schemas for the given error statuses, all the Error body; plus 500 and 503 which any route may answer. */
+export function errorResponses<S extends number>(...statuses: S[]): Record<S | 500 | 503, typeof ErrorSchema> {
+  const out = {} as Record<S | 500 | 503, typeof ErrorSchema>;
+  for (const s of [...statuses, 500 as const, 503 as const]) out[s] = ErrorSchema;
+  return out;
+}

@@ -1,0 +1,119 @@
+import { createPrivateKey, createPublicKey, generateKeyPairSync, hkdfSync, type KeyObject } from 'node:crypto';
+import { linkSync, mkdirSync, readFileSync, unlinkSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { calculateJwkThumbprint, exportJWK } from 'jose';
+
+/** Smallest RSA modulus accepted for RS256 signing keys (NIST SP 800-57; RFC 7518 §3.3 requires 2048). */
+export const MIN_RSA_BITS = 2048;
+/** File name of the generated development signing key inside DATA_DIR. */
+export const GENERATED_KEY_FILE = 'jwt-signing-key.pem';
+/** HKDF `info` for the verification-code HMAC key derived from the signing key. */
+const CODE_HMAC_INFO = 'auth-service/verification-code-hmac/v1';
+
+/** One public RSA key that may verify access tokens, with its RFC 7638 thumbprint as `kid`. */
+export interface VerificationKey {
+  readonly kid: string;
+  readonly key: KeyObject;
+}
+
+/** The signing key, every key that may verify a live token, and the prepared JWKS body. */
+export interface KeyStore {
+  readonly signing: { readonly kid: string; readonly privateKey: KeyObject };
+  /** By `kid`: the active key and every retired key from JWT_PUBLIC_KEY_FILES. */
+  readonly verification: ReadonlyMap<string, VerificationKey>;
+  /** The serialised JWKS document (`{"keys":[...]}`), built once, served as is. */
+  readonly jwksJson: string;
+  /** 32-byte HMAC key for verification codes, derived with HKDF-SHA-256 from the signing key. */
+  readonly codeHmacKey: Buffer;
+}
+
+/** Where keys come from (decisions.md §2). */
+export interface KeySources {
+  /** PEM RSA private key; undefined: generated once into `dataDir`. */
+  readonly privateKeyFile: string | undefined;
+  /** PEM public keys of retired signing keys. */
+  readonly publicKeyFiles: readonly string[];
+  readonly dataDir: string;
+}
+
+/** Generates an RSA key pair as PEM (PKCS#8 private, SPKI public). */
+export function generateRsaKeyPair(bits = MIN_RSA_BITS): { privateKeyPem: string; publicKeyPem: string } {
+  const { privateKey, publicKey } = generateKeyPairSync('rsa', {
+    modulusLength: bits,
+    publicKeyEncoding: { type: 'spki', format: 'pem' },
+    privateKeyEncoding: { type: 'pkcs8', format: 'pem' },
+  });
+  return { privateKeyPem: privateKey, publicKeyPem: publicKey };
+}
+
+/**
+ * Reads the generated key from `dataDir`, creating it on first use. Creation writes a temporary
+ * file and links it into place, so two processes starting at once end up with the same key.
+ */
+function loadOrCreateGeneratedKey(dataDir: string): string {
+  const file = path.join(dataDir, GENERATED_KEY_FILE);
+  try {
+    return readFileSync(file, 'utf8');
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+  }
+  mkdirSync(dataDir, { recursive: true });
+  const tmp = `${file}.${process.pid}.tmp`;
+  writeFileSync(tmp, generateRsaKeyPair().privateKeyPem, { mode: 0o600 });
+  try {
+    linkSync(tmp, file);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+  } finally {
+    unlinkSync(tmp);
+  }
+  return readFileSync(file, 'utf8');
+}
+
+function assertRsa(key: KeyObject, source: string): void {
+  const bits = key.asymmetricKeyDetails?.modulusLength ?? 0;
+  if (key.asymmetricKeyType !== 'rsa' || bits < MIN_RSA_BITS) {
+    throw new Error(`${source}: expected an RSA key of at least ${MIN_RSA_BITS} bits`);
+  }
+}
+
+async function toVerificationKey(key: KeyObject): Promise<{ vk: VerificationKey; jwk: Record<string, unknown> }> {
+  const jwk = await exportJWK(key);
+  const kid = await calculateJwkThumbprint(jwk, 'sha256');
+  return { vk: { kid, key }, jwk: { kty: jwk.kty, kid, use: 'sig', alg: 'RS256', n: jwk.n, e: jwk.e } };
+}
+
+/**
+ * Loads the signing key and the retired public keys, and prepares the JWKS (RFC 7517) with
+ * public members only. `kid` is the RFC 7638 SHA-256 thumbprint, so it is stable across restarts.
+ *
+ * @throws Error naming the file when a key cannot be read or is not RSA-2048 or larger.
+ */
+export async function loadKeyStore(sources: KeySources): Promise<KeyStore> {
+  const privatePem =
+    sources.privateKeyFile === undefined
+      ? loadOrCreateGeneratedKey(sources.dataDir)
+      : readFileSync(sources.privateKeyFile, 'utf8');
+  const privateKey = createPrivateKey(privatePem);
+  assertRsa(privateKey, sources.privateKeyFile ?? GENERATED_KEY_FILE);
+  const active = await toVerificationKey(createPublicKey(privateKey));
+
+  const verification = new Map<string, VerificationKey>([[active.vk.kid, active.vk]]);
+  const jwks = [active.jwk];
+  for (const file of sources.publicKeyFiles) {
+    const key = createPublicKey(readFileSync(file, 'utf8'));
+    assertRsa(key, file);
+    const retired = await toVerificationKey(key);
+    if (verification.has(retired.vk.kid)) continue;
+    verification.set(retired.vk.kid, retired.vk);
+    jwks.push(retired.jwk);
+  }
+  const der = privateKey.export({ type: 'pkcs8', format: 'der' });
+  const codeHmacKey = Buffer.from(hkdfSync('sha256', der, Buffer.alloc(0), CODE_HMAC_INFO, 32));
+  return {
+    signing: { kid: active.vk.kid, privateKey },
+    verification,
+    jwksJson: JSON.stringify({ keys: jwks }),
+    codeHmacKey,
+  };
+}

@@ -1,0 +1,156 @@
+import { randomUUID } from 'node:crypto';
+import type { FastifyBaseLogger } from 'fastify';
+import type { Clock } from '../../clock.js';
+import type { Db } from '../../db/db.js';
+import { verificationEmail } from './mail.templates.js';
+import { MailSendError, type MailTransport } from './mail.transport.js';
+import { cancelExpiredEmails, claimDueEmails, markCancelled, markFailed, markSent, releaseLeases, type ClaimedEmail } from './outbox.repo.js';
+
+/** After this many failed attempts a row is dead (decisions.md §8). */
+export const MAX_SEND_ATTEMPTS = 10;
+/** First retry delay; doubles per attempt (decisions.md §8: about 2 s doubling). */
+export const BACKOFF_BASE_MS = 2_000;
+/** Longest retry delay (decisions.md §8: capped at 10 min). */
+export const BACKOFF_CAP_MS = 600_000;
+/** How long a claimed row stays leased: longer than the worst SMTP send (connection + greeting + socket timeouts). */
+export const LEASE_MS = 60_000;
+/** Rows claimed per round; they are sent in parallel so one slow message does not hold up the others. */
+export const CLAIM_BATCH = 10;
+/** Idle polling period; a sign-up or resend in this process nudges the worker at once. */
+export const POLL_INTERVAL_MS = 1_000;
+
+/**
+ * Delay before retry number `attempt` (1-based): exponential with "equal jitter", i.e. a uniform
+ * draw from [d/2, d] where d = min(cap, base * 2^(attempt-1)). Jitter spreads retries of many
+ * rows that failed together (AWS Architecture Blog, "Exponential Backoff and Jitter").
+ */
+export function retryDelayMs(attempt: number, random: () => number = Math.random): number {
+  const d = Math.min(BACKOFF_CAP_MS, BACKOFF_BASE_MS * 2 ** Math.max(0, attempt - 1));
+  return Math.round(d / 2 + random() * (d / 2));
+}
+
+/** The in-process outbox worker. */
+export interface OutboxWorker {
+  /** This worker's lease owner id (unique per process start). */
+  readonly owner: string;
+  /** Starts polling. Idempotent. */
+  start(): void;
+  /** Asks for a round soon (after a commit that queued an email). */
+  nudge(): void;
+  /**
+   * Runs one round now: cancels expired rows, claims due rows, sends them, records outcomes.
+   * @returns how many rows it claimed.
+   */
+  runOnce(): Promise<number>;
+  /** Stops polling, waits for the round in flight, and releases this worker's leases. */
+  stop(): Promise<void>;
+}
+
+/** Dependencies of {@link createOutboxWorker}. */
+export interface OutboxWorkerDeps {
+  readonly db: Db;
+  readonly transport: MailTransport;
+  readonly clock: Clock;
+  readonly log: FastifyBaseLogger;
+}
+
+/**
+ * Creates the worker that drains `email_outbox` (decisions.md §8): claims due rows with
+ * `FOR UPDATE SKIP LOCKED` under a lease, sends outside any transaction, and records
+ * `sent`, a retry with backoff, or `dead`. Delivery is at least once: a process that dies
+ * after sending and before recording leaves the row to be claimed again when its lease ends.
+ */
+export function createOutboxWorker(deps: OutboxWorkerDeps): OutboxWorker {
+  const { db, transport, clock, log } = deps;
+  const owner = `worker-${randomUUID()}`;
+  let timer: NodeJS.Timeout | undefined;
+  let running: Promise<number> | undefined;
+  let again = false;
+  let stopped = true;
+
+  const deliver = async (row: ClaimedEmail): Promise<void> => {
+    const now = clock.now();
+    if (row.expires_at !== null && row.expires_at <= now) {
+      await markCancelled(db, row.id, owner, 'expired before delivery');
+      return;
+    }
+    const { code, username } = row.payload;
+    if (code === undefined) {
+      await markCancelled(db, row.id, owner, 'no code in payload');
+      return;
+    }
+    const expiresInSeconds = row.expires_at === null ? 0 : (row.expires_at.getTime() - now.getTime()) / 1000;
+    const content = verificationEmail({ username, code, expiresInSeconds });
+    try {
+      await transport.send({ messageId: `<${row.id}@auth-service>`, to: row.recipient, ...content });
+      await markSent(db, row.id, owner, clock.now());
+      log.info({ outboxId: row.id, attempts: row.attempts + 1 }, 'email sent');
+    } catch (err) {
+      const attempt = row.attempts + 1;
+      const permanent = err instanceof MailSendError && err.permanent;
+      const dead = permanent || attempt >= MAX_SEND_ATTEMPTS;
+      const error = err instanceof Error ? err.message : String(err);
+      const retryAt = dead ? null : new Date(clock.now().getTime() + retryDelayMs(attempt));
+      await markFailed(db, row.id, owner, { error, retryAt });
+      log.warn({ outboxId: row.id, attempts: attempt, dead, error }, dead ? 'email dead' : 'email send failed; will retry');
+    }
+  };
+
+  const round = async (): Promise<number> => {
+    const now = clock.now();
+    await cancelExpiredEmails(db, now);
+    const rows = await claimDueEmails(db, { owner, now, leaseUntil: new Date(now.getTime() + LEASE_MS), limit: CLAIM_BATCH });
+    await Promise.all(rows.map((row) => deliver(row).catch((err: unknown) => log.error({ err, outboxId: row.id }, 'outbox delivery bookkeeping failed'))));
+    return rows.length;
+  };
+
+  const runOnce = async (): Promise<number> => {
+    while (running !== undefined) await running.catch(() => 0);
+    running = round();
+    try {
+      return await running;
+    } finally {
+      running = undefined;
+    }
+  };
+
+  const schedule = (delayMs: number): void => {
+    if (stopped) return;
+    clearTimeout(timer);
+    timer = setTimeout(tick, delayMs);
+    timer.unref();
+  };
+
+  const tick = (): void => {
+    timer = undefined;
+    runOnce()
+      .then((claimed) => schedule(claimed === CLAIM_BATCH || again ? 0 : POLL_INTERVAL_MS))
+      .catch((err: unknown) => {
+        log.error({ err }, 'outbox round failed');
+        schedule(POLL_INTERVAL_MS);
+      })
+      .finally(() => (again = false));
+  };
+
+  return {
+    owner,
+    start() {
+      if (!stopped) return;
+      stopped = false;
+      schedule(0);
+    },
+    nudge() {
+      if (stopped) return;
+      if (running !== undefined) again = true;
+      else schedule(0);
+    },
+    runOnce,
+    async stop() {
+      stopped = true;
+      clearTimeout(timer);
+      timer = undefined;
+      while (running !== undefined) await running.catch(() => 0);
+      await releaseLeases(db, owner).catch(() => {});
+    },
+  };
+}

@@ -1,0 +1,128 @@
+import type { Queryable } from '../../db/db.js';
+import type { UserRow } from '../users/users.repo.js';
+
+/** A `sessions` row as the wire Session needs it (spec §2), plus the owner. */
+export interface SessionRow {
+  id: string;
+  user_id: string;
+  device_id: string | null;
+  ip: string | null;
+  user_agent: string | null;
+  created_at: Date;
+  last_used_at: Date | null;
+  expires_at: Date;
+}
+
+/** Why a session was revoked; stored in `sessions.revoked_reason` for audits. */
+export type RevocationReason = 'logout' | 'revoked_by_user' | 'revoke_all' | 'password_changed' | 'refresh_token_reuse';
+
+/** `last_used_at` is written at most once per this many seconds (decisions.md §5). */
+export const LAST_USED_RESOLUTION_SECONDS = 60;
+
+const SESSION_COLUMNS = 's.id, s.user_id, s.device_id, s.ip, s.user_agent, s.created_at, s.last_used_at, s.expires_at';
+
+/** Inserts a device record and a session record for a sign-in (spec §3: "device and session records created"). */
+export async function insertDeviceAndSession(
+  q: Queryable,
+  s: { sessionId: string; deviceId: string; userId: string; ip: string | null; userAgent: string | null; now: Date; expiresAt: Date },
+): Promise<void> {
+  await q.query(
+    `WITH d AS (INSERT INTO devices (id, user_id, ip, user_agent, created_at) VALUES ($2, $3, $4, $5, $6) RETURNING id)
+     INSERT INTO sessions (id, user_id, device_id, ip, user_agent, created_at, last_used_at, expires_at)
+     SELECT $1, $3, d.id, $4, $5, $6, $6, $7 FROM d`,
+    [s.sessionId, s.deviceId, s.userId, s.ip, s.userAgent, s.now, s.expiresAt],
+  );
+}
+
+/**
+ * The active (unrevoked, unexpired at `now`) session `sessionId` of user `userId`, with the
+ * user, in one indexed round trip; undefined when any condition fails (spec §1 rule 3).
+ */
+export async function findActiveSessionWithUser(
+  q: Queryable,
+  sessionId: string,
+  userId: string,
+  now: Date,
+): Promise<{ session: SessionRow; user: UserRow } | undefined> {
+  const { rows } = await q.query<SessionRow & { u_username: string; u_email: string | null; u_phone: string | null; u_password_hash: string; u_is_email_verified: boolean; u_is_phone_verified: boolean }>(
+    `SELECT ${SESSION_COLUMNS},
+            u.username AS u_username, u.email AS u_email, u.phone AS u_phone, u.password_hash AS u_password_hash,
+            u.is_email_verified AS u_is_email_verified, u.is_phone_verified AS u_is_phone_verified
+       FROM sessions s JOIN users u ON u.id = s.user_id
+      WHERE s.id = $1 AND s.user_id = $2 AND s.revoked_at IS NULL AND s.expires_at > $3`,
+    [sessionId, userId, now],
+  );
+  const r = rows[0];
+  if (r === undefined) return undefined;
+  return {
+    session: {
+      id: r.id,
+      user_id: r.user_id,
+      device_id: r.device_id,
+      ip: r.ip,
+      user_agent: r.user_agent,
+      created_at: r.created_at,
+      last_used_at: r.last_used_at,
+      expires_at: r.expires_at,
+    },
+    user: {
+      id: r.user_id,
+      username: r.u_username,
+      email: r.u_email,
+      phone: r.u_phone,
+      password_hash: r.u_password_hash,
+      is_email_verified: r.u_is_email_verified,
+      is_phone_verified: r.u_is_phone_verified,
+    },
+  };
+}
+
+/** Sets `last_used_at = now` unless it was set within the last {@link LAST_USED_RESOLUTION_SECONDS}. */
+export async function touchSession(q: Queryable, sessionId: string, now: Date): Promise<void> {
+  await q.query(
+    `UPDATE sessions SET last_used_at = $2
+      WHERE id = $1 AND (last_used_at IS NULL OR last_used_at <= $2::timestamptz - make_interval(secs => $3))`,
+    [sessionId, now, LAST_USED_RESOLUTION_SECONDS],
+  );
+}
+
+/** Active sessions of a user, oldest first (decisions.md §5: only unrevoked, unexpired ones). */
+export async function listActiveSessions(q: Queryable, userId: string, now: Date): Promise<SessionRow[]> {
+  const { rows } = await q.query<SessionRow>(
+    `SELECT ${SESSION_COLUMNS} FROM sessions s
+      WHERE s.user_id = $1 AND s.revoked_at IS NULL AND s.expires_at > $2
+      ORDER BY s.created_at, s.id`,
+    [userId, now],
+  );
+  return rows;
+}
+
+/** The owner of a session (revoked or not), or undefined when it does not exist. */
+export async function findSessionOwner(q: Queryable, sessionId: string): Promise<string | undefined> {
+  const { rows } = await q.query<{ user_id: string }>('SELECT user_id FROM sessions WHERE id = $1', [sessionId]);
+  return rows[0]?.user_id;
+}
+
+/**
+ * Revokes (soft: sets `revoked_at`) one session if it is not revoked yet. Idempotent.
+ * @returns true when this call revoked it.
+ */
+export async function revokeSession(q: Queryable, sessionId: string, reason: RevocationReason, now: Date): Promise<boolean> {
+  const { rowCount } = await q.query(
+    'UPDATE sessions SET revoked_at = $2, revoked_reason = $3 WHERE id = $1 AND revoked_at IS NULL',
+    [sessionId, now, reason],
+  );
+  return rowCount === 1;
+}
+
+/**
+ * Revokes every unrevoked session of a user.
+ * @returns the number of sessions this call revoked.
+ */
+export async function revokeAllSessions(q: Queryable, userId: string, reason: RevocationReason, now: Date): Promise<number> {
+  const { rowCount } = await q.query(
+    'UPDATE sessions SET revoked_at = $2, revoked_reason = $3 WHERE user_id = $1 AND revoked_at IS NULL',
+    [userId, now, reason],
+  );
+  return rowCount;
+}

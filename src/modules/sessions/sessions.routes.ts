@@ -1,0 +1,127 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import { Type } from '@sinclair/typebox';
+import { errorResponses } from '../../errors.js';
+import { bearerAuth, callerOf } from '../../plugins/authenticate.js';
+import { toUser } from '../users/users.schemas.js';
+import { clearRefreshCookie, REFRESH_COOKIE, setRefreshCookie } from './refresh-cookie.js';
+import {
+  RefreshResponseSchema,
+  SessionIdParamsSchema,
+  SessionsResponseSchema,
+  SignInRequestSchema,
+  SignInResponseSchema,
+  toSession,
+} from './sessions.schemas.js';
+import type { SessionsService } from './sessions.service.js';
+
+/** POST /sign-in, /refresh, /logout; GET and DELETE /sessions; DELETE /sessions/{session_id} (spec §4). */
+export function sessionsRoutes(deps: { sessions: SessionsService }): FastifyPluginAsyncTypebox {
+  const { sessions } = deps;
+  return async (app) => {
+    const bearer = bearerAuth(sessions);
+
+    app.post(
+      '/sign-in',
+      {
+        config: { validationError: 'auth.sign_in.validation_failed' },
+        schema: {
+          summary: 'Sign in; sets the refresh cookie',
+          body: SignInRequestSchema,
+          response: { 200: SignInResponseSchema, ...errorResponses(400, 401, 403) },
+        },
+      },
+      async (request, reply) => {
+        const issued = await sessions.signIn(request.body, {
+          ip: request.ip ?? null,
+          userAgent: request.headers['user-agent'] ?? null,
+        });
+        setRefreshCookie(reply, issued.refreshToken, issued.refreshMaxAgeSeconds);
+        return { user: toUser(issued.user), session_id: issued.sessionId, tokens: { access_token: issued.accessToken } };
+      },
+    );
+
+    app.post(
+      '/refresh',
+      {
+        schema: {
+          summary: 'Rotate the refresh token; sets a new refresh cookie',
+          security: [{ refreshCookie: [] }],
+          response: { 200: RefreshResponseSchema, ...errorResponses(401) },
+        },
+      },
+      async (request, reply) => {
+        const issued = await sessions.refresh(request.cookies[REFRESH_COOKIE]);
+        setRefreshCookie(reply, issued.refreshToken, issued.refreshMaxAgeSeconds);
+        return { tokens: { access_token: issued.accessToken }, session_id: issued.sessionId };
+      },
+    );
+
+    app.post(
+      '/logout',
+      {
+        onRequest: bearer,
+        schema: {
+          summary: 'Revoke the current session; clears the refresh cookie',
+          security: [{ bearerAuth: [] }],
+          response: { 204: Type.Null(), ...errorResponses(401) },
+        },
+      },
+      async (request, reply) => {
+        await sessions.logout(callerOf(request));
+        clearRefreshCookie(reply);
+        return reply.code(204).send(null);
+      },
+    );
+
+    app.get(
+      '/sessions',
+      {
+        onRequest: bearer,
+        schema: {
+          summary: 'Active sessions of the caller',
+          security: [{ bearerAuth: [] }],
+          response: { 200: SessionsResponseSchema, ...errorResponses(401) },
+        },
+      },
+      async (request) => {
+        const caller = callerOf(request);
+        const rows = await sessions.list(caller);
+        return { sessions: rows.map((row) => toSession(row, caller.session.id)) };
+      },
+    );
+
+    app.delete(
+      '/sessions',
+      {
+        onRequest: bearer,
+        schema: {
+          summary: 'Revoke every session of the caller; clears the refresh cookie',
+          security: [{ bearerAuth: [] }],
+          response: { 204: Type.Null(), ...errorResponses(401) },
+        },
+      },
+      async (request, reply) => {
+        await sessions.revokeAll(callerOf(request));
+        clearRefreshCookie(reply);
+        return reply.code(204).send(null);
+      },
+    );
+
+    app.delete(
+      '/sessions/:session_id',
+      {
+        onRequest: bearer,
+        schema: {
+          summary: 'Revoke one session of the caller',
+          security: [{ bearerAuth: [] }],
+          params: SessionIdParamsSchema,
+          response: { 204: Type.Null(), ...errorResponses(401, 403, 404) },
+        },
+      },
+      async (request, reply) => {
+        await sessions.revokeOne(callerOf(request), request.params.session_id);
+        return reply.code(204).send(null);
+      },
+    );
+  };
+}

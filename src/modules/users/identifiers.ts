@@ -1,0 +1,27 @@
+/**
+ * Normalisation of user identifiers (decisions.md §3). Pure functions; the same rules apply
+ * at sign-up, sign-in, verification and resend, so a user is found however they typed it.
+ */
+
+/** Lower-cases a username (the stored User pattern is `^[a-z0-9_]+$`). */
+export function normalizeUsername(username: string): string {
+  return username.toLowerCase();
+}
+
+/** Trims and lower-cases an email; uniqueness is therefore case-insensitive. */
+export function normalizeEmail(email: string): string {
+  return email.trim().toLowerCase();
+}
+
+/** Stored phone form (spec §8). */
+const STORED_PHONE = /^[+][0-9]{8,15}$/;
+
+/**
+ * Removes spaces, `(`, `)` and `-`, and adds a missing leading `+`.
+ * @returns the stored form `^[+][0-9]{8,15}$`, or undefined when the result does not match it.
+ */
+export function normalizePhone(phone: string): string | undefined {
+  const stripped = phone.replace(/[\s()-]/g, '');
+  const withPlus = stripped.startsWith('+') ? stripped : `+${stripped}`;
+  return STORED_PHONE.test(withPlus) ? withPlus : undefined;
+}

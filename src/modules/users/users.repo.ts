@@ -1,0 +1,121 @@
+import { AppError } from '../../errors.js';
+import { constraintName, sqlState, UNIQUE_VIOLATION, type Queryable } from '../../db/db.js';
+
+/** A `users` row as stored. Wire fields (spec §2 User) keep their column names. */
+export interface UserRow {
+  id: string;
+  username: string;
+  email: string | null;
+  phone: string | null;
+  password_hash: string;
+  is_email_verified: boolean;
+  is_phone_verified: boolean;
+}
+
+const USER_COLUMNS = 'id, username, email, phone, password_hash, is_email_verified, is_phone_verified';
+
+/** Unique index -> the 409 code it means (decisions.md §7). */
+const TAKEN_BY_CONSTRAINT = {
+  users_username_key: 'auth.sign_up.username_taken',
+  users_email_key: 'auth.sign_up.email_taken',
+  users_phone_key: 'auth.sign_up.phone_taken',
+} as const;
+
+/**
+ * Inserts a user. The unique indexes decide races: of parallel sign-ups with one username,
+ * exactly one insert succeeds.
+ * @throws AppError `auth.sign_up.{username,email,phone}_taken` (409) on a unique violation.
+ */
+export async function insertUser(
+  q: Queryable,
+  user: Omit<UserRow, 'is_email_verified' | 'is_phone_verified'>,
+  now: Date,
+): Promise<UserRow> {
+  try {
+    const { rows } = await q.query<UserRow>(
+      `INSERT INTO users (id, username, email, phone, password_hash, created_at, updated_at)
+       VALUES ($1, $2, $3, $4, $5, $6, $6) RETURNING ${USER_COLUMNS}`,
+      [user.id, user.username, user.email, user.phone, user.password_hash, now],
+    );
+    return rows[0]!;
+  } catch (err) {
+    const taken = TAKEN_BY_CONSTRAINT[constraintName(err) as keyof typeof TAKEN_BY_CONSTRAINT];
+    if (sqlState(err) === UNIQUE_VIOLATION && taken !== undefined) throw new AppError(taken, { cause: err });
+    throw err;
+  }
+}
+
+/** Which of the unique identifiers are already taken, in the catalog's order (username, email, phone). */
+export async function findTakenIdentifier(
+  q: Queryable,
+  ids: { username: string; email: string | null; phone: string | null },
+): Promise<'username' | 'email' | 'phone' | undefined> {
+  const { rows } = await q.query<{ username: boolean; email: boolean; phone: boolean }>(
+    `SELECT bool_or(username = $1) AS username, bool_or(email = $2) AS email, bool_or(phone = $3) AS phone
+       FROM users WHERE username = $1 OR email = $2 OR phone = $3`,
+    [ids.username, ids.email, ids.phone],
+  );
+  const row = rows[0];
+  if (row?.username) return 'username';
+  if (row?.email) return 'email';
+  if (row?.phone) return 'phone';
+  return undefined;
+}
+
+/**
+ * Every user named by any of the given (already normalised) identifiers; at most three rows.
+ * Undefined identifiers match nothing.
+ */
+export async function findUsersByIdentifiers(
+  q: Queryable,
+  ids: { username?: string | undefined; email?: string | undefined; phone?: string | undefined },
+): Promise<UserRow[]> {
+  const { rows } = await q.query<UserRow>(
+    `SELECT ${USER_COLUMNS} FROM users WHERE username = $1 OR email = $2 OR phone = $3`,
+    [ids.username ?? null, ids.email ?? null, ids.phone ?? null],
+  );
+  return rows;
+}
+
+/** The user with this (normalised) email, or undefined. */
+export async function findUserByEmail(q: Queryable, email: string): Promise<UserRow | undefined> {
+  const { rows } = await q.query<UserRow>(`SELECT ${USER_COLUMNS} FROM users WHERE email = $1`, [email]);
+  return rows[0];
+}
+
+/** The user with this id, or undefined. */
+export async function findUserById(q: Queryable, id: string): Promise<UserRow | undefined> {
+  const { rows } = await q.query<UserRow>(`SELECT ${USER_COLUMNS} FROM users WHERE id = $1`, [id]);
+  return rows[0];
+}
+
+/**
+ * Replaces the password hash only if it is still `expectedHash`, so that of two parallel
+ * password changes exactly one wins.
+ * @returns true when this call replaced it.
+ */
+export async function replacePasswordHash(
+  q: Queryable,
+  userId: string,
+  change: { expectedHash: string; newHash: string },
+  now: Date,
+): Promise<boolean> {
+  const { rowCount } = await q.query(
+    'UPDATE users SET password_hash = $3, updated_at = $4 WHERE id = $1 AND password_hash = $2',
+    [userId, change.expectedHash, change.newHash, now],
+  );
+  return rowCount === 1;
+}
+
+/**
+ * Marks the email verified if the user still has that email.
+ * @returns true when the flag changed from false to true.
+ */
+export async function markEmailVerified(q: Queryable, userId: string, email: string, now: Date): Promise<boolean> {
+  const { rowCount } = await q.query(
+    `UPDATE users SET is_email_verified = true, updated_at = $3
+      WHERE id = $1 AND email = $2 AND NOT is_email_verified`,
+    [userId, email, now],
+  );
+  return rowCount === 1;
+}

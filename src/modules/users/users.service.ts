@@ -1,0 +1,94 @@
+import { randomUUID } from 'node:crypto';
+import type { Clock } from '../../clock.js';
+import type { Db } from '../../db/db.js';
+import { AppError } from '../../errors.js';
+import { normalizePassword, type PasswordHasher } from '../../crypto/password.js';
+import { revokeAllSessions } from '../sessions/sessions.repo.js';
+import type { VerificationService } from '../verification/verification.service.js';
+import { normalizeEmail, normalizePhone, normalizeUsername } from './identifiers.js';
+import { findTakenIdentifier, insertUser, replacePasswordHash, type UserRow } from './users.repo.js';
+
+/** A sign-up request after schema validation (spec §2 SignUpRequest). */
+export interface SignUpInput {
+  username: string;
+  email?: string | undefined;
+  phone?: string | undefined;
+  password: string;
+}
+
+/** Dependencies of {@link createUsersService}. */
+export interface UsersDeps {
+  readonly db: Db;
+  readonly clock: Clock;
+  readonly hasher: PasswordHasher;
+  readonly verification: VerificationService;
+  readonly onEmailQueued: () => void;
+}
+
+/** Sign-up and password change. */
+export interface UsersService {
+  /**
+   * Creates a user. Identifiers are normalised (decisions.md §3) and the password validated
+   * before it is hashed (spec §1 rule 1). With an email, the user, the verification code and
+   * its outbox row commit in one transaction (spec §1 rule 2).
+   * @throws AppError `auth.sign_up.validation_failed` (400) for a phone or password that fails
+   *   after normalisation; `auth.sign_up.{username,email,phone}_taken` (409), also for races.
+   */
+  signUp(input: SignUpInput): Promise<UserRow>;
+  /**
+   * Replaces the password of `user` and revokes all of the user's sessions in one transaction
+   * (spec §3). Of two parallel changes exactly one wins; the other gets 401.
+   * @throws AppError `auth.change_password.validation_failed` (400), `auth.invalid_current_password` (401).
+   */
+  changePassword(user: UserRow, input: { currentPassword: string; newPassword: string }): Promise<void>;
+}
+
+export function createUsersService(deps: UsersDeps): UsersService {
+  const { db, clock, hasher, verification, onEmailQueued } = deps;
+  return {
+    async signUp(input) {
+      const username = normalizeUsername(input.username);
+      const email = input.email === undefined ? null : normalizeEmail(input.email);
+      let phone: string | null = null;
+      if (input.phone !== undefined) {
+        phone = normalizePhone(input.phone) ?? null;
+        if (phone === null) {
+          throw new AppError('auth.sign_up.validation_failed', { message: 'phone must have 8 to 15 digits, optionally with a leading +.' });
+        }
+      }
+      const password = normalizePassword(input.password);
+      if (password === undefined) {
+        throw new AppError('auth.sign_up.validation_failed', { message: 'password must be 8 to 72 characters after NFKC normalisation.' });
+      }
+      // A cheap pre-check spares an argon2id hash for a taken identifier; the unique indexes still decide races.
+      const taken = await findTakenIdentifier(db, { username, email, phone });
+      if (taken !== undefined) throw new AppError(`auth.sign_up.${taken}_taken`);
+      const passwordHash = await hasher.hash(password);
+      const now = clock.now();
+      const user = await db.transaction(async (tx) => {
+        const created = await insertUser(tx, { id: randomUUID(), username, email, phone, password_hash: passwordHash }, now);
+        if (email !== null) await verification.issueCode(tx, { id: created.id, username, email });
+        return created;
+      });
+      if (email !== null) onEmailQueued();
+      return user;
+    },
+
+    async changePassword(user, input) {
+      const newPassword = normalizePassword(input.newPassword);
+      if (newPassword === undefined) {
+        throw new AppError('auth.change_password.validation_failed', { message: 'new_password must be 8 to 72 characters after NFKC normalisation.' });
+      }
+      if (!(await hasher.verify(user.password_hash, input.currentPassword.normalize('NFKC')))) {
+        throw new AppError('auth.invalid_current_password');
+      }
+      const newHash = await hasher.hash(newPassword);
+      const now = clock.now();
+      await db.transaction(async (tx) => {
+        const replaced = await replacePasswordHash(tx, user.id, { expectedHash: user.password_hash, newHash }, now);
+        if (!replaced) throw new AppError('auth.invalid_current_password');
+        await revokeAllSessions(tx, user.id, 'password_changed', now);
+      });
+    },
+  };
+}

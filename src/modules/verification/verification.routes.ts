@@ -1,0 +1,54 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import { Type } from '@sinclair/typebox';
+import { errorResponses } from '../../errors.js';
+import { normalizeEmail } from '../users/identifiers.js';
+import { ResendVerificationBodySchema, VerifyEmailBodySchema, VerifyEmailQuerySchema } from './verification.schemas.js';
+import type { VerificationService } from './verification.service.js';
+
+/** GET and POST /verify-email, POST /verify-email/resend (spec §4 rule 1: both forms, same semantics). */
+export function verificationRoutes(deps: { verification: VerificationService }): FastifyPluginAsyncTypebox {
+  const { verification } = deps;
+  return async (app) => {
+    const verifyResponses = { 204: Type.Null(), ...errorResponses(400, 404, 410) };
+
+    app.get(
+      '/verify-email',
+      {
+        config: { validationError: 'auth.verify_email.validation_failed' },
+        schema: { summary: 'Verify an email address with its code', querystring: VerifyEmailQuerySchema, response: verifyResponses },
+      },
+      async (request, reply) => {
+        await verification.verify(normalizeEmail(request.query.email), request.query.code);
+        return reply.code(204).send(null);
+      },
+    );
+
+    app.post(
+      '/verify-email',
+      {
+        config: { validationError: 'auth.verify_email.validation_failed' },
+        schema: { summary: 'Verify an email address with its code (JSON body)', body: VerifyEmailBodySchema, response: verifyResponses },
+      },
+      async (request, reply) => {
+        await verification.verify(normalizeEmail(request.body.email), request.body.code);
+        return reply.code(204).send(null);
+      },
+    );
+
+    app.post(
+      '/verify-email/resend',
+      {
+        config: { validationError: 'auth.resend_verification.validation_failed' },
+        schema: {
+          summary: 'Queue a fresh code for an unverified address (204 whatever the address)',
+          body: ResendVerificationBodySchema,
+          response: { 204: Type.Null(), ...errorResponses(400, 429) },
+        },
+      },
+      async (request, reply) => {
+        await verification.resend(normalizeEmail(request.body.email));
+        return reply.code(204).send(null);
+      },
+    );
+  };
+}

@@ -1,0 +1,117 @@
+import { randomUUID } from 'node:crypto';
+import type { Clock } from '../../clock.js';
+import type { Db, Queryable } from '../../db/db.js';
+import { AppError } from '../../errors.js';
+import { constantTimeEqual, hmacSha256, newVerificationCode, sha256 } from '../../crypto/secrets.js';
+import { enqueueEmail } from '../mail/outbox.repo.js';
+import { hitWindow } from '../rate-limits/rate-limits.repo.js';
+import { findUserByEmail, findUserById, markEmailVerified, type UserRow } from '../users/users.repo.js';
+import { consumeCode, findLiveCode, replaceCode, takeAttempt } from './verification.repo.js';
+
+/** Wrong attempts after which a code is dead (decisions.md §6). */
+export const MAX_CODE_ATTEMPTS = 5;
+/** One resend per address per this many seconds (decisions.md §6). */
+export const RESEND_WINDOW_SECONDS = 60;
+
+/** Dependencies of {@link createVerificationService}. */
+export interface VerificationDeps {
+  readonly db: Db;
+  readonly clock: Clock;
+  /** HMAC key for codes at rest. */
+  readonly codeHmacKey: Buffer;
+  readonly codeTtlSeconds: number;
+  /** Called after a commit that queued an email. */
+  readonly onEmailQueued: () => void;
+}
+
+/** Email verification by 6-digit code (spec §3, decisions.md §6). */
+export interface VerificationService {
+  /**
+   * Inside the caller's transaction: supersedes the user's older codes, stores a new one
+   * (HMAC at rest) and queues its email in the outbox, so all commit together.
+   */
+  issueCode(tx: Queryable, user: Pick<UserRow, 'id' | 'username'> & { email: string }): Promise<void>;
+  /**
+   * Verifies `email` with `code` (already normalised). Resolves when the email is verified now
+   * or was already (204). The attempt is counted before the comparison; the code is consumed by
+   * one guarded update, so parallel right codes change the state once.
+   * @throws AppError `auth.verify_email.user_not_found` (404), `auth.verify_email.code_expired`,
+   *   `auth.verify_email.code_mismatch`, `auth.verify_email.too_many_attempts` (410).
+   */
+  verify(email: string, code: string): Promise<void>;
+  /**
+   * Queues a fresh code for an unverified address; does nothing for unknown or verified ones,
+   * answering the same either way (no enumeration).
+   * @throws AppError `auth.resend_verification.too_many_attempts` (429, Retry-After) on a second
+   *   resend for the address within {@link RESEND_WINDOW_SECONDS}.
+   */
+  resend(email: string): Promise<void>;
+}
+
+export function createVerificationService(deps: VerificationDeps): VerificationService {
+  const { db, clock, codeHmacKey, codeTtlSeconds, onEmailQueued } = deps;
+  const hashCode = (codeId: string, code: string): string => hmacSha256(codeHmacKey, `${codeId}:${code}`);
+
+  const issueCode: VerificationService['issueCode'] = async (tx, user) => {
+    const now = clock.now();
+    const code = newVerificationCode();
+    const id = randomUUID();
+    const expiresAt = new Date(now.getTime() + codeTtlSeconds * 1000);
+    await replaceCode(tx, { id, userId: user.id, email: user.email, codeHash: hashCode(id, code), now, expiresAt });
+    await enqueueEmail(tx, {
+      id: randomUUID(),
+      kind: 'verification',
+      recipient: user.email,
+      payload: { username: user.username, code },
+      now,
+      expiresAt,
+    });
+  };
+
+  /** A race lost to a parallel right code ends in "already verified" (204), not in an error. */
+  const isVerifiedNow = async (userId: string): Promise<boolean> => (await findUserById(db, userId))?.is_email_verified === true;
+
+  return {
+    issueCode,
+
+    async verify(email, code) {
+      const user = await findUserByEmail(db, email);
+      if (user === undefined) throw new AppError('auth.verify_email.user_not_found');
+      if (user.is_email_verified) return;
+      const now = clock.now();
+      const live = await findLiveCode(db, user.id, email, now);
+      if (live === undefined) {
+        if (await isVerifiedNow(user.id)) return;
+        throw new AppError('auth.verify_email.code_expired');
+      }
+      const attempt = await takeAttempt(db, live.id, MAX_CODE_ATTEMPTS);
+      if (attempt === undefined) {
+        if (await isVerifiedNow(user.id)) return;
+        throw new AppError(live.attempts >= MAX_CODE_ATTEMPTS ? 'auth.verify_email.too_many_attempts' : 'auth.verify_email.code_expired');
+      }
+      if (!constantTimeEqual(hashCode(live.id, code), live.code_hash)) {
+        throw new AppError(attempt >= MAX_CODE_ATTEMPTS ? 'auth.verify_email.too_many_attempts' : 'auth.verify_email.code_mismatch');
+      }
+      const consumed = await db.transaction(async (tx) => {
+        if (!(await consumeCode(tx, live.id, now))) return false;
+        await markEmailVerified(tx, user.id, email, now);
+        return true;
+      });
+      if (!consumed && !(await isVerifiedNow(user.id))) throw new AppError('auth.verify_email.code_expired');
+    },
+
+    async resend(email) {
+      const now = clock.now();
+      const hit = await hitWindow(db, `resend:${sha256(email)}`, RESEND_WINDOW_SECONDS, now);
+      if (hit.hits > 1) {
+        const retryAfter = Math.max(1, Math.ceil((hit.windowStart.getTime() + RESEND_WINDOW_SECONDS * 1000 - now.getTime()) / 1000));
+        throw new AppError('auth.resend_verification.too_many_attempts', { headers: { 'retry-after': String(retryAfter) } });
+      }
+      const user = await findUserByEmail(db, email);
+      if (user === undefined || user.is_email_verified || user.email === null) return;
+      const target = { id: user.id, username: user.username, email: user.email };
+      await db.transaction((tx) => issueCode(tx, target));
+      onEmailQueued();
+    },
+  };
+}

@@ -1,0 +1,53 @@
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { AppError, ERROR_CATALOG, type ErrorCode } from '../errors.js';
+import './route-config.js';
+
+/** Driver error codes that mean "the database cannot be reached" (answered 503, issue 4). */
+const UNAVAILABLE_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', '57P01', '57P02', '57P03', '08000', '08001', '08003', '08004', '08006']);
+const UNAVAILABLE_MESSAGES = /Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error|PGlite is closed/i;
+
+/** Longest validation message answered; Ajv's messages name the field and rule, never the value. */
+const MAX_MESSAGE_LENGTH = 300;
+
+function isDatabaseUnavailable(err: unknown): boolean {
+  const e = err as { code?: unknown; message?: unknown };
+  return (typeof e.code === 'string' && UNAVAILABLE_CODES.has(e.code)) || (typeof e.message === 'string' && UNAVAILABLE_MESSAGES.test(e.message));
+}
+
+function send(reply: FastifyReply, code: ErrorCode, message?: string): FastifyReply {
+  const entry = ERROR_CATALOG[code];
+  return reply.code(entry.status).type('application/json; charset=utf-8').send({ code, message: message ?? entry.message });
+}
+
+/**
+ * Turns every failure into `{code, message}` with the catalog's status (decisions.md §7):
+ * AppError as thrown; schema, JSON and content-type failures as the route's
+ * `*.validation_failed` (400); oversized bodies as 413; database outages as 503; anything
+ * else as 500 `internal_error` with the cause logged, never sent.
+ */
+export function registerErrorHandler(app: FastifyInstance): void {
+  app.setErrorHandler((err: FastifyError | AppError, request: FastifyRequest, reply: FastifyReply) => {
+    if (err instanceof AppError) {
+      for (const [name, value] of Object.entries(err.headers)) reply.header(name, value);
+      return send(reply, err.code, err.message);
+    }
+    if (err.code === 'FST_ERR_CTP_BODY_TOO_LARGE') return send(reply, 'request.body_too_large');
+    const status = err.statusCode ?? 500;
+    if (status >= 400 && status < 500) {
+      const validationError = request.routeOptions.config.validationError;
+      if (validationError !== undefined) {
+        return send(reply, validationError, `${ERROR_CATALOG[validationError].message} ${err.message}`.slice(0, MAX_MESSAGE_LENGTH));
+      }
+      request.log.info({ err: { code: err.code, message: err.message } }, 'rejected malformed request');
+      return send(reply, 'request.invalid');
+    }
+    if (isDatabaseUnavailable(err)) {
+      request.log.error({ err }, 'database unavailable');
+      return send(reply, 'service_unavailable');
+    }
+    request.log.error({ err }, 'unhandled error');
+    return send(reply, 'internal_error');
+  });
+
+  app.setNotFoundHandler((_request, reply) => send(reply, 'request.not_found'));
+}

@@ -1,0 +1,10 @@
+import type { ValidationErrorCode } from '../errors.js';
+
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /** The catalog code answered (400) when this route's body, query or content type is invalid. */
+    validationError?: ValidationErrorCode;
+  }
+}
+
+export {};
