@@ -1,4 +1,5 @@
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyServerOptions } from 'fastify';
+import pino, { type DestinationStream } from 'pino';
 import fastifyCookie from '@fastify/cookie';
 import fastifyCors from '@fastify/cors';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
@@ -48,7 +49,7 @@ export interface AppDeps {
   readonly mailTransport?: MailTransport;
   /** Defaults to the signing and retired keys named by the configuration. */
   readonly keys?: KeyStore;
-  /** A pino logger (tests capture output with one); defaults to JSON on stdout at `config.logLevel`. */
+  /** A logger from {@link createLogger} (tests capture output with one); defaults to stdout at `config.logLevel`. */
   readonly logger?: FastifyBaseLogger;
   /** Start the outbox worker when the app is ready (default true). */
   readonly startOutboxWorker?: boolean;
@@ -69,13 +70,17 @@ function requestSerializer(req: { method: string; url: string; ip?: string }): R
   return { method: req.method, path: q === -1 ? req.url : req.url.slice(0, q), ip: req.ip };
 }
 
-/** Logger options: headers that carry secrets are never logged (ASVS 5.0 V16.2.5). */
-export function loggerOptions(level: string): FastifyServerOptions['logger'] {
-  return {
+/**
+ * The service's pino logger: JSON lines, request paths without query strings, and the headers
+ * that carry secrets redacted (ASVS 5.0 V16.2.5). Tests pass a `destination` to capture lines.
+ */
+export function createLogger(level: string, destination?: DestinationStream): FastifyBaseLogger {
+  const options = {
     level,
     redact: { paths: ['req.headers.authorization', 'req.headers.cookie', 'res.headers["set-cookie"]'], censor: '[redacted]' },
     serializers: { req: requestSerializer },
   };
+  return destination === undefined ? pino(options) : pino(options, destination);
 }
 
 /**
@@ -89,7 +94,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   const { config, db } = deps;
   const clock = deps.clock ?? systemClock;
   const app = Fastify({
-    ...(deps.logger !== undefined ? { loggerInstance: deps.logger } : { logger: loggerOptions(config.logLevel) }),
+    loggerInstance: deps.logger ?? createLogger(config.logLevel),
     ajv: AJV_OPTIONS,
     bodyLimit: BODY_LIMIT_BYTES,
     trustProxy: config.trustProxy,

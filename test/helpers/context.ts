@@ -1,0 +1,93 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { Writable } from 'node:stream';
+import type { FastifyInstance } from 'fastify';
+import { buildApp, createLogger } from '../../src/app.js';
+import { loadConfig, type Config } from '../../src/config.js';
+import { createPasswordHasher, type PasswordHasher } from '../../src/crypto/password.js';
+import type { Db } from '../../src/db/db.js';
+import { TestClock } from './clock.js';
+import { createTestDatabase, type TestDatabase } from './database.js';
+import { startSmtpServer, type TestSmtpServer } from './smtp.js';
+
+/** Cheap argon2id parameters for tests (production enforces at least OWASP's m=19456, t=2, p=1). */
+export const TEST_ARGON2 = { memoryCost: 256, timeCost: 1, parallelism: 1 } as const;
+
+let sharedHasher: Promise<PasswordHasher> | undefined;
+
+/** Everything a test file needs: the app (same buildApp and Ajv options as production), its database, clock, SMTP server and log. */
+export interface TestContext {
+  readonly app: FastifyInstance;
+  readonly db: Db;
+  readonly database: TestDatabase;
+  readonly clock: TestClock;
+  readonly smtp: TestSmtpServer;
+  readonly config: Config;
+  /** Every log line the app wrote, parsed. */
+  readonly logs: Record<string, unknown>[];
+  /** Every log line, raw, for "no secret appears" checks. */
+  readonly rawLogs: string[];
+  close(): Promise<void>;
+}
+
+/**
+ * Builds a test context: fresh database (PGlite, or PostgreSQL under TEST_DB=postgres), a real
+ * SMTP server on loopback wired through SMTP_* settings, a controllable clock, cheap argon2id.
+ * @param env extra environment settings for loadConfig.
+ */
+export async function createTestContext(env: Record<string, string> = {}): Promise<TestContext> {
+  const database = await createTestDatabase();
+  const smtp = await startSmtpServer();
+  const dataDir = mkdtempSync(path.join(tmpdir(), 'auth-test-'));
+  const config = loadConfig({
+    DATA_DIR: dataDir,
+    SMTP_HOST: '127.0.0.1',
+    SMTP_PORT: String(smtp.port),
+    SMTP_TLS: 'none',
+    SMTP_FROM: 'auth@example.test',
+    SMTP_FROM_NAME: 'Auth Test',
+    LOG_LEVEL: 'info',
+    ...env,
+  });
+  const clock = new TestClock();
+  const rawLogs: string[] = [];
+  const logs: Record<string, unknown>[] = [];
+  const sink = new Writable({
+    write(chunk: Buffer, _enc, done) {
+      const line = chunk.toString('utf8');
+      rawLogs.push(line);
+      try {
+        logs.push(JSON.parse(line) as Record<string, unknown>);
+      } catch {
+        /* not JSON: kept raw only */
+      }
+      done();
+    },
+  });
+  sharedHasher ??= createPasswordHasher(TEST_ARGON2);
+  const app = await buildApp({
+    config,
+    db: database.db,
+    clock,
+    passwordHasher: await sharedHasher,
+    logger: createLogger(config.logLevel, sink),
+  });
+  await app.ready();
+  return {
+    app,
+    db: database.db,
+    database,
+    clock,
+    smtp,
+    config,
+    logs,
+    rawLogs,
+    async close() {
+      await app.close();
+      await smtp.close();
+      await database.drop();
+      rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
+}

@@ -1,0 +1,48 @@
+import { randomBytes } from 'node:crypto';
+import pg from 'pg';
+import type { Db } from '../../src/db/db.js';
+import { migrate } from '../../src/db/migrate.js';
+import { openPostgres } from '../../src/db/pg.js';
+import { openPglite } from '../../src/db/pglite.js';
+
+/** A migrated, empty database for one test file, and how to throw it away. */
+export interface TestDatabase {
+  readonly db: Db;
+  /** Connection URL (PostgreSQL only), for tests that need a second pool or instance. */
+  readonly url: string | undefined;
+  drop(): Promise<void>;
+}
+
+/**
+ * Creates a fresh database: in-memory PGlite when TEST_DB is unset or `pglite`; a new database
+ * on the TEST_DATABASE_URL server when TEST_DB is `postgres` (dropped afterwards).
+ */
+export async function createTestDatabase(): Promise<TestDatabase> {
+  if (process.env.TEST_DB !== 'postgres') {
+    const db = await openPglite(undefined);
+    await migrate(db);
+    return { db, url: undefined, drop: () => db.close() };
+  }
+  const adminUrl = process.env.TEST_DATABASE_URL;
+  if (adminUrl === undefined) throw new Error('TEST_DB=postgres needs TEST_DATABASE_URL');
+  const name = `auth_test_${randomBytes(6).toString('hex')}`;
+  const admin = new pg.Client({ connectionString: adminUrl });
+  await admin.connect();
+  await admin.query(`CREATE DATABASE ${name}`);
+  await admin.end();
+  const url = new URL(adminUrl);
+  url.pathname = `/${name}`;
+  const db = openPostgres({ url: url.toString(), poolMax: 10 });
+  await migrate(db);
+  return {
+    db,
+    url: url.toString(),
+    async drop() {
+      await db.close();
+      const c = new pg.Client({ connectionString: adminUrl });
+      await c.connect();
+      await c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+      await c.end();
+    },
+  };
+}

@@ -1,0 +1,109 @@
+import { randomBytes } from 'node:crypto';
+import type { LightMyRequestResponse } from 'fastify';
+import { codeFrom } from './smtp.js';
+import type { TestContext } from './context.js';
+
+/** A username, unique per call, that matches the sign-up pattern. */
+export function uniqueName(prefix = 'user'): string {
+  return `${prefix}_${randomBytes(5).toString('hex')}`;
+}
+
+export const PASSWORD = 'correct horse battery staple';
+
+/** POST /auth/v0/sign-up with a JSON body. */
+export function postJson(ctx: TestContext, url: string, body: unknown, headers: Record<string, string> = {}): Promise<LightMyRequestResponse> {
+  return ctx.app.inject({ method: 'POST', url, payload: body as Record<string, unknown>, headers: { 'content-type': 'application/json', ...headers } });
+}
+
+/** Signs up a user with a fresh username and email (overridable). */
+export async function signUp(ctx: TestContext, overrides: Record<string, unknown> = {}) {
+  const username = uniqueName();
+  const body = { username, email: `${username}@example.test`, password: PASSWORD, ...overrides };
+  const res = await postJson(ctx, '/auth/v0/sign-up', body);
+  return { res, body: res.json() as { user: { id: string; username: string; email: string | null } }, request: body };
+}
+
+/**
+ * Runs the outbox until a message to `email` has arrived at the SMTP server, and returns the
+ * code of the newest one.
+ */
+export async function latestCode(ctx: TestContext, email: string, minMessages = 1): Promise<string> {
+  for (let i = 0; i < 100; i++) {
+    await ctx.app.outbox.runOnce();
+    const mine = ctx.smtp.messages.filter((m) => m.to.includes(email));
+    if (mine.length >= minMessages) return codeFrom(mine[mine.length - 1]!);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  throw new Error(`no email to ${email} arrived`);
+}
+
+/** Signs up and verifies a user; returns its credentials and id. */
+export async function createVerifiedUser(ctx: TestContext, overrides: Record<string, unknown> = {}) {
+  const { res, body, request } = await signUp(ctx, overrides);
+  if (res.statusCode !== 201) throw new Error(`sign-up failed: ${res.statusCode} ${res.body}`);
+  const email = body.user.email!;
+  const code = await latestCode(ctx, email);
+  const v = await postJson(ctx, '/auth/v0/verify-email', { email, code });
+  if (v.statusCode !== 204) throw new Error(`verify failed: ${v.statusCode} ${v.body}`);
+  return { id: body.user.id, username: body.user.username, email, password: request.password as string };
+}
+
+/** A parsed Set-Cookie header. */
+export interface SetCookie {
+  name: string;
+  value: string;
+  /** Attribute names lower-cased; flag attributes map to true. */
+  attributes: Record<string, string | true>;
+}
+
+/** Every Set-Cookie header of a response, parsed. */
+export function setCookies(res: LightMyRequestResponse): SetCookie[] {
+  const raw = res.headers['set-cookie'];
+  const list = raw === undefined ? [] : Array.isArray(raw) ? raw : [raw];
+  return list.map((line) => {
+    const [pair, ...attrs] = line.split(';').map((s) => s.trim());
+    const eq = pair!.indexOf('=');
+    const attributes: Record<string, string | true> = {};
+    for (const a of attrs) {
+      const i = a.indexOf('=');
+      if (i === -1) attributes[a.toLowerCase()] = true;
+      else attributes[a.slice(0, i).toLowerCase()] = a.slice(i + 1);
+    }
+    return { name: pair!.slice(0, eq), value: pair!.slice(eq + 1), attributes };
+  });
+}
+
+/** The refresh_token cookie a response sets (throws if none). */
+export function refreshCookieOf(res: LightMyRequestResponse): SetCookie {
+  const c = setCookies(res).find((x) => x.name === 'refresh_token');
+  if (c === undefined) throw new Error(`no refresh_token cookie in ${JSON.stringify(res.headers['set-cookie'])}`);
+  return c;
+}
+
+/** Signs in with username and password; returns the tokens and session id. */
+export async function signIn(ctx: TestContext, creds: { username?: string; email?: string; phone?: string; password: string }, headers: Record<string, string> = {}) {
+  const res = await postJson(ctx, '/auth/v0/sign-in', creds, headers);
+  if (res.statusCode !== 200) throw new Error(`sign-in failed: ${res.statusCode} ${res.body}`);
+  const body = res.json() as { session_id: string; tokens: { access_token: string } };
+  return { res, accessToken: body.tokens.access_token, refreshToken: refreshCookieOf(res).value, sessionId: body.session_id };
+}
+
+/** POST /auth/v0/refresh with the given refresh token as cookie (or none). */
+export function refresh(ctx: TestContext, token: string | undefined): Promise<LightMyRequestResponse> {
+  return ctx.app.inject({ method: 'POST', url: '/auth/v0/refresh', headers: token === undefined ? {} : { cookie: `refresh_token=${token}` } });
+}
+
+/** A request with a Bearer token. */
+export function withBearer(ctx: TestContext, method: 'GET' | 'POST' | 'DELETE', url: string, token: string, payload?: unknown): Promise<LightMyRequestResponse> {
+  return ctx.app.inject({
+    method,
+    url,
+    headers: { authorization: `Bearer ${token}`, ...(payload === undefined ? {} : { 'content-type': 'application/json' }) },
+    ...(payload === undefined ? {} : { payload: payload as Record<string, unknown> }),
+  });
+}
+
+/** Asserts-free shape check helper: the sorted keys of an object. */
+export function keysOf(o: unknown): string[] {
+  return Object.keys(o as object).sort();
+}

@@ -1,0 +1,20 @@
+import { defineConfig } from 'vitest/config';
+
+/**
+ * Every suite runs on the embedded PGlite database; with TEST_DATABASE_URL set, the same suites
+ * run again as a second project against that PostgreSQL server (decisions.md §1).
+ */
+const projects = [{ extends: true as const, test: { name: 'pglite', env: { TEST_DB: 'pglite' } } }];
+if (process.env.TEST_DATABASE_URL) {
+  projects.push({ extends: true as const, test: { name: 'postgres', env: { TEST_DB: 'postgres' } } });
+}
+
+export default defineConfig({
+  test: {
+    include: ['test/**/*.test.ts'],
+    testTimeout: 20_000,
+    hookTimeout: 60_000,
+    pool: 'forks',
+    projects,
+  },
+});
