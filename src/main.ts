@@ -1,6 +1,6 @@
 import { buildApp } from './app.js';
 import { ConfigError, loadConfig } from './config.js';
-import { migrate, schemaStatus } from './db/migrate.js';
+import { prepareSchema } from './db/migrate.js';
 import { openDatabase } from './db/open.js';
 
 /** How long a graceful shutdown may take before the process exits anyway, in milliseconds. */
@@ -23,17 +23,11 @@ async function main(): Promise<void> {
     throw err;
   }
   const db = await openDatabase(config);
-  if (config.migrateOnStart) {
-    await migrate(db);
-  } else {
-    const status = await schemaStatus(db);
-    if (status.current < status.latest) {
-      process.stderr.write(
-        `Database schema is at version ${status.current} but this version needs ${status.latest}; run "npm run migrate" first (MIGRATE_ON_START=false).\n`,
-      );
-      await db.close();
-      process.exit(1);
-    }
+  try {
+    await prepareSchema(db, { migrateOnStart: config.migrateOnStart });
+  } catch (err) {
+    await db.close();
+    throw err;
   }
   const app = await buildApp({ config, db });
   if (config.smtp === undefined) {

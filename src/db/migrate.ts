@@ -65,3 +65,28 @@ export async function schemaStatus(db: Db): Promise<SchemaStatus> {
     return { current, latest };
   });
 }
+
+/** Thrown when the schema is behind the code and migrating at start is disabled. */
+export class SchemaBehindError extends Error {
+  constructor(readonly status: SchemaStatus) {
+    super(
+      `Database schema is at version ${status.current} but this version of the service needs ${status.latest}; ` +
+        'run "npm run migrate" (or "auth-service migrate") first, or unset MIGRATE_ON_START=false.',
+    );
+    this.name = 'SchemaBehindError';
+  }
+}
+
+/**
+ * Brings the schema to what the code needs before the service starts (decisions.md §1, spec §9
+ * rule 3): migrates when `migrateOnStart`, else only checks.
+ * @throws {SchemaBehindError} when the schema is behind and `migrateOnStart` is false.
+ */
+export async function prepareSchema(db: Db, options: { migrateOnStart: boolean }): Promise<void> {
+  if (options.migrateOnStart) {
+    await migrate(db);
+    return;
+  }
+  const status = await schemaStatus(db);
+  if (status.current < status.latest) throw new SchemaBehindError(status);
+}

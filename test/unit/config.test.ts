@@ -1,0 +1,73 @@
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { ConfigError, loadConfig } from '../../src/config.js';
+
+describe('loadConfig (decisions.md §2)', () => {
+  it('zero configuration gives the documented defaults', () => {
+    const c = loadConfig({});
+    expect(c).toMatchObject({
+      host: '127.0.0.1',
+      port: 3000,
+      databaseUrl: undefined,
+      dataDir: path.resolve('./data'),
+      migrateOnStart: true,
+      jwt: { privateKeyFile: undefined, publicKeyFiles: [], issuer: 'auth-service', audience: 'auth-service', accessTokenTtlSeconds: 900 },
+      sessionTtlSeconds: 2592000,
+      verificationCodeTtlSeconds: 900,
+      refreshReuseGraceSeconds: 0,
+      smtp: undefined,
+      trustProxy: false,
+      corsOrigins: [],
+      logLevel: 'info',
+      argon2: { memoryCost: 19456, timeCost: 2, parallelism: 1 },
+    });
+    expect(Object.isFrozen(c)).toBe(true);
+    expect(Object.isFrozen(c.jwt)).toBe(true);
+  });
+
+  it('reads every SMTP setting; the port follows the TLS mode', () => {
+    const base = { SMTP_HOST: 'mail.example.com', SMTP_FROM: 'no-reply@example.com' };
+    expect(loadConfig(base).smtp).toEqual({ host: 'mail.example.com', port: 587, tls: 'starttls', username: undefined, password: undefined, from: 'no-reply@example.com', fromName: undefined });
+    expect(loadConfig({ ...base, SMTP_TLS: 'tls' }).smtp?.port).toBe(465);
+    expect(loadConfig({ ...base, SMTP_TLS: 'none', SMTP_PORT: '2525', SMTP_USERNAME: 'u', SMTP_PASSWORD: 'p', SMTP_FROM_NAME: 'Example' }).smtp).toEqual({
+      host: 'mail.example.com', port: 2525, tls: 'none', username: 'u', password: 'p', from: 'no-reply@example.com', fromName: 'Example',
+    });
+  });
+
+  it('reads secrets from NAME_FILE', () => {
+    const dir = mkdtempSync(path.join(tmpdir(), 'cfg-'));
+    writeFileSync(path.join(dir, 'pw'), 's3cret\n');
+    writeFileSync(path.join(dir, 'db'), 'postgres://u@h/db\n');
+    const c = loadConfig({ SMTP_HOST: 'h', SMTP_FROM: 'a@b.c', SMTP_USERNAME: 'u', SMTP_PASSWORD_FILE: path.join(dir, 'pw'), DATABASE_URL_FILE: path.join(dir, 'db') });
+    expect(c.smtp?.password).toBe('s3cret');
+    expect(c.databaseUrl).toBe('postgres://u@h/db');
+  });
+
+  it('reports every bad setting at once', () => {
+    let error: unknown;
+    try {
+      loadConfig({
+        PORT: 'eighty',
+        DATABASE_URL: 'mysql://x',
+        SMTP_HOST: 'h',
+        SMTP_TLS: 'ssl',
+        LOG_LEVEL: 'loud',
+        CORS_ORIGINS: '*',
+        TRUST_PROXY: 'maybe',
+        ARGON2_MEMORY_KIB: '1024',
+        REFRESH_REUSE_GRACE_SECONDS: '10',
+        SMTP_PASSWORD_FILE: '/nonexistent/file',
+      });
+    } catch (err) {
+      error = err;
+    }
+    expect(error).toBeInstanceOf(ConfigError);
+    const problems = (error as ConfigError).problems.join('\n');
+    for (const name of ['PORT', 'DATABASE_URL', 'SMTP_TLS', 'SMTP_FROM', 'LOG_LEVEL', 'CORS_ORIGINS', 'TRUST_PROXY', 'ARGON2_MEMORY_KIB', 'REFRESH_REUSE_GRACE_SECONDS', 'SMTP_PASSWORD_FILE']) {
+      expect(problems).toContain(name);
+    }
+    expect((error as ConfigError).problems).toHaveLength(10);
+  });
+});
