@@ -1,0 +1,22 @@
+import { readFileSync } from 'node:fs';
+import { describe, expect, it } from 'vitest';
+import { ERROR_CATALOG } from '../../src/errors.js';
+
+describe('error catalog (decisions.md §7)', () => {
+  it('every code is documented in docs/errors.md with its status', () => {
+    const doc = readFileSync(new URL('../../docs/errors.md', import.meta.url), 'utf8');
+    for (const [code, { status }] of Object.entries(ERROR_CATALOG)) {
+      expect(doc).toContain(`| ${status} | \`${code}\` |`);
+    }
+  });
+
+  it('uses the statuses decisions.md §7 gives', () => {
+    const byStatus = (s: number) => Object.entries(ERROR_CATALOG).filter(([, v]) => v.status === s).map(([k]) => k).sort();
+    expect(byStatus(401)).toEqual([
+      'auth.invalid_access_token', 'auth.invalid_credentials', 'auth.invalid_current_password',
+      'auth.missing_access_token', 'auth.missing_refresh_token', 'auth.invalid_refresh_token', 'auth.refresh_token_reused',
+    ].sort());
+    expect(byStatus(410)).toEqual(['auth.verify_email.code_expired', 'auth.verify_email.code_mismatch', 'auth.verify_email.too_many_attempts']);
+    expect(byStatus(409)).toEqual(['auth.sign_up.email_taken', 'auth.sign_up.phone_taken', 'auth.sign_up.username_taken']);
+  });
+});
