@@ -1,4 +1,4 @@
-import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyServerOptions } from 'fastify';
+import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyReply, type FastifyServerOptions } from 'fastify';
 import pino, { type DestinationStream } from 'pino';
 import fastifyCookie from '@fastify/cookie';
 import fastifyCors from '@fastify/cors';
@@ -8,7 +8,7 @@ import type { Config } from './config.js';
 import type { Db } from './db/db.js';
 import { createPasswordHasher, type PasswordHasher } from './crypto/password.js';
 import { registerBodyParsers } from './plugins/body-parsers.js';
-import { registerErrorHandler } from './plugins/error-handler.js';
+import { registerErrorHandler, sendError } from './plugins/error-handler.js';
 import { keysRoutes } from './modules/keys/keys.routes.js';
 import { loadKeyStore, type KeyStore } from './modules/keys/keys.service.js';
 import { createLogTransport, createSmtpTransport, type MailTransport } from './modules/mail/mail.transport.js';
@@ -99,6 +99,11 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     bodyLimit: BODY_LIMIT_BYTES,
     trustProxy: config.trustProxy,
     return503OnClosing: true,
+    // Errors Fastify raises before routing (an undecodable URL) bypass the error handler.
+    frameworkErrors: (error, request, reply) => {
+      request.log.info({ err: { code: error.code, message: error.message } }, 'rejected malformed request');
+      void sendError(reply as FastifyReply, 'request.invalid');
+    },
   }).withTypeProvider<TypeBoxTypeProvider>();
 
   // External plugins and cross-cutting behaviour.

@@ -14,7 +14,8 @@ function isDatabaseUnavailable(err: unknown): boolean {
   return (typeof e.code === 'string' && UNAVAILABLE_CODES.has(e.code)) || (typeof e.message === 'string' && UNAVAILABLE_MESSAGES.test(e.message));
 }
 
-function send(reply: FastifyReply, code: ErrorCode, message?: string): FastifyReply {
+/** Answers `{code, message}` with the catalog status of `code`; `message` defaults to the catalog's. */
+export function sendError(reply: FastifyReply, code: ErrorCode, message?: string): FastifyReply {
   const entry = ERROR_CATALOG[code];
   return reply.code(entry.status).type('application/json; charset=utf-8').send({ code, message: message ?? entry.message });
 }
@@ -29,25 +30,25 @@ export function registerErrorHandler(app: FastifyInstance): void {
   app.setErrorHandler((err: FastifyError | AppError, request: FastifyRequest, reply: FastifyReply) => {
     if (err instanceof AppError) {
       for (const [name, value] of Object.entries(err.headers)) reply.header(name, value);
-      return send(reply, err.code, err.message);
+      return sendError(reply, err.code, err.message);
     }
-    if (err.code === 'FST_ERR_CTP_BODY_TOO_LARGE') return send(reply, 'request.body_too_large');
+    if (err.code === 'FST_ERR_CTP_BODY_TOO_LARGE') return sendError(reply, 'request.body_too_large');
     const status = err.statusCode ?? 500;
     if (status >= 400 && status < 500) {
       const validationError = request.routeOptions.config.validationError;
       if (validationError !== undefined) {
-        return send(reply, validationError, `${ERROR_CATALOG[validationError].message} ${err.message}`.slice(0, MAX_MESSAGE_LENGTH));
+        return sendError(reply, validationError, `${ERROR_CATALOG[validationError].message} ${err.message}`.slice(0, MAX_MESSAGE_LENGTH));
       }
       request.log.info({ err: { code: err.code, message: err.message } }, 'rejected malformed request');
-      return send(reply, 'request.invalid');
+      return sendError(reply, 'request.invalid');
     }
     if (isDatabaseUnavailable(err)) {
       request.log.error({ err }, 'database unavailable');
-      return send(reply, 'service_unavailable');
+      return sendError(reply, 'service_unavailable');
     }
     request.log.error({ err }, 'unhandled error');
-    return send(reply, 'internal_error');
+    return sendError(reply, 'internal_error');
   });
 
-  app.setNotFoundHandler((_request, reply) => send(reply, 'request.not_found'));
+  app.setNotFoundHandler((_request, reply) => sendError(reply, 'request.not_found'));
 }
