@@ -58,10 +58,10 @@ export async function claimDueEmails(
   return rows;
 }
 
-/** Records a delivery and drops the code from the payload. Only the lease holder may. */
+/** Records a delivery (`attempts + 1`) and drops the code from the payload. Only the lease holder may. */
 export async function markSent(q: Queryable, id: string, owner: string, now: Date): Promise<void> {
   await q.query(
-    `UPDATE email_outbox SET status = 'sent', sent_at = $3, payload = payload - 'code', lease_owner = NULL, lease_expires_at = NULL
+    `UPDATE email_outbox SET status = 'sent', attempts = attempts + 1, sent_at = $3, payload = payload - 'code', lease_owner = NULL, lease_expires_at = NULL
       WHERE id = $1 AND lease_owner = $2`,
     [id, owner, now],
   );

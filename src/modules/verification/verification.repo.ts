@@ -56,6 +56,12 @@ export async function takeAttempt(q: Queryable, codeId: string, maxAttempts: num
   return rows[0]?.attempts;
 }
 
+/** The attempt count of a code, or undefined when it no longer exists. */
+export async function codeAttempts(q: Queryable, codeId: string): Promise<number | undefined> {
+  const { rows } = await q.query<{ attempts: number }>('SELECT attempts FROM verification_codes WHERE id = $1', [codeId]);
+  return rows[0]?.attempts;
+}
+
 /**
  * Consumes a code once: `UPDATE ... WHERE consumed_at IS NULL` tells the winner of a race
  * from the losers (STYLE habit 4).

@@ -6,7 +6,7 @@ import { constantTimeEqual, hmacSha256, newVerificationCode, sha256 } from '../.
 import { enqueueEmail } from '../mail/outbox.repo.js';
 import { hitWindow } from '../rate-limits/rate-limits.repo.js';
 import { findUserByEmail, findUserById, markEmailVerified, type UserRow } from '../users/users.repo.js';
-import { consumeCode, findLiveCode, replaceCode, takeAttempt } from './verification.repo.js';
+import { codeAttempts, consumeCode, findLiveCode, replaceCode, takeAttempt } from './verification.repo.js';
 
 /** Wrong attempts after which a code is dead (decisions.md §6). */
 export const MAX_CODE_ATTEMPTS = 5;
@@ -87,7 +87,9 @@ export function createVerificationService(deps: VerificationDeps): VerificationS
       const attempt = await takeAttempt(db, live.id, MAX_CODE_ATTEMPTS);
       if (attempt === undefined) {
         if (await isVerifiedNow(user.id)) return;
-        throw new AppError(live.attempts >= MAX_CODE_ATTEMPTS ? 'auth.verify_email.too_many_attempts' : 'auth.verify_email.code_expired');
+        // Read again: parallel guesses may have used up the attempts since `live` was read.
+        const attempts = (await codeAttempts(db, live.id)) ?? 0;
+        throw new AppError(attempts >= MAX_CODE_ATTEMPTS ? 'auth.verify_email.too_many_attempts' : 'auth.verify_email.code_expired');
       }
       if (!constantTimeEqual(hashCode(live.id, code), live.code_hash)) {
         throw new AppError(attempt >= MAX_CODE_ATTEMPTS ? 'auth.verify_email.too_many_attempts' : 'auth.verify_email.code_mismatch');
