@@ -23,6 +23,8 @@ import {
 
 /** A refresh token as issued: 32 random bytes in base64url, 43 characters. Anything else is not ours. */
 const REFRESH_TOKEN_FORMAT = /^[A-Za-z0-9_-]{43}$/;
+/** Stored username form (spec §2 User). */
+const STORED_USERNAME = /^[a-z0-9_]{3,32}$/;
 /** Longest `User-Agent` kept on a session. */
 const MAX_USER_AGENT_LENGTH = 512;
 
@@ -110,7 +112,9 @@ export function createSessionsService(deps: SessionsDeps): SessionsService {
       const email = input.email === undefined ? undefined : normalizeEmail(input.email);
       // A phone that cannot be normalised matches nobody; it is still a credentials failure.
       const phone = input.phone === undefined ? undefined : (normalizePhone(input.phone) ?? '');
-      const candidates = await findUsersByIdentifiers(db, { username, email, phone });
+      // A username outside the stored form names nobody: skip the query, keep the dummy-hash timing.
+      const possible = username === undefined || STORED_USERNAME.test(username);
+      const candidates = possible ? await findUsersByIdentifiers(db, { username, email, phone }) : [];
       const user =
         candidates.length === 1 &&
         (username === undefined || candidates[0]!.username === username) &&
