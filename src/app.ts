@@ -99,10 +99,12 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     bodyLimit: BODY_LIMIT_BYTES,
     trustProxy: config.trustProxy,
     return503OnClosing: true,
-    // Errors Fastify raises before routing (an undecodable URL) bypass the error handler.
+    // Errors Fastify raises before routing (a path that cannot be percent-decoded) bypass the
+    // error handler. Such a path names no resource: 404. Only the error code is logged; the
+    // message would carry the URL, query string (and so a verification code) included.
     frameworkErrors: (error, request, reply) => {
-      request.log.info({ err: { code: error.code, message: error.message } }, 'rejected malformed request');
-      void sendError(reply as FastifyReply, 'request.invalid');
+      request.log.info({ errorCode: error.code }, 'rejected undecodable URL');
+      void sendError(reply as FastifyReply, 'request.not_found');
     },
   }).withTypeProvider<TypeBoxTypeProvider>();
 

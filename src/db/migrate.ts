@@ -39,18 +39,28 @@ function postgrator(conn: { query: Db['query']; exec: Db['exec'] }): Postgrator 
 }
 
 /**
- * Applies every pending forward-only migration from `migrations/`, holding a PostgreSQL
- * advisory lock so that several instances starting at once migrate one after the other.
+ * Applies every pending forward-only migration from `migrations/` in one transaction, holding
+ * a PostgreSQL advisory lock so that several instances starting at once migrate one after the
+ * other. Migrations must therefore be transactional (no `CREATE INDEX CONCURRENTLY`).
  *
  * @returns the versions applied by this call (empty when the schema was current).
- * @throws the failing migration's database error; earlier migrations stay applied.
+ * @throws the failing migration's database error; nothing of this call stays applied.
  */
 export async function migrate(db: Db): Promise<number[]> {
   return db.withConnection(async (conn) => {
     await conn.query('SELECT pg_advisory_lock($1)', [MIGRATION_LOCK_KEY]);
     try {
-      const applied = await postgrator(conn).migrate();
-      return applied.map((m) => m.version);
+      // All pending migrations and postgrator's version rows commit together or not at all
+      // (PostgreSQL DDL is transactional), so a crash never leaves a script applied but unrecorded.
+      await conn.exec('BEGIN');
+      try {
+        const applied = await postgrator(conn).migrate();
+        await conn.exec('COMMIT');
+        return applied.map((m) => m.version);
+      } catch (err) {
+        await conn.exec('ROLLBACK');
+        throw err;
+      }
     } finally {
       await conn.query('SELECT pg_advisory_unlock($1)', [MIGRATION_LOCK_KEY]);
     }

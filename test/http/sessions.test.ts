@@ -470,3 +470,27 @@ describe('Bearer routes with a revoked session', () => {
     expect((await trySignIn(user.username, user.password)).statusCode).toBe(200);
   });
 });
+
+describe('sign-in racing change-password', () => {
+  it('no session signed in with the old password survives the change', async () => {
+    const user = await createVerifiedUser(ctx);
+    const first = await signIn(ctx, { username: user.username, password: user.password });
+    const newPassword = 'a brand new password 42';
+    const [change, ...signIns] = await Promise.all([
+      withBearer(ctx, 'POST', '/auth/v0/change-password', first.accessToken, { current_password: user.password, new_password: newPassword }),
+      ...Array.from({ length: 6 }, () => postJson(ctx, '/auth/v0/sign-in', { username: user.username, password: user.password })),
+    ]);
+    expect(change!.statusCode).toBe(204);
+    for (const res of signIns) {
+      if (res.statusCode !== 200) {
+        expect(res.statusCode).toBe(401);
+        continue;
+      }
+      // A sign-in that won the race committed before the change, so the change revoked it.
+      const me = await withBearer(ctx, 'GET', '/auth/v0/me', res.json().tokens.access_token);
+      expect(me.statusCode).toBe(401);
+    }
+    const { rows } = await ctx.db.query<{ n: number }>('SELECT count(*)::int AS n FROM sessions WHERE user_id = $1 AND revoked_at IS NULL', [user.id]);
+    expect(rows[0]!.n).toBe(0);
+  });
+});

@@ -178,6 +178,16 @@ describe('GET and POST /auth/v0/verify-email', () => {
     expect(rows.filter((r) => r.consumed_at !== null)).toHaveLength(1);
   });
 
+  it('after 4 wrong codes, the right code twice in parallel still gives 204 twice (right codes use no attempt)', async () => {
+    const user = await pendingUser();
+    const wrong = user.code === '000000' ? '111111' : '000000';
+    for (let i = 0; i < 4; i++) expectError(await verifyPost({ email: user.email, code: wrong }), 410, 'auth.verify_email.code_mismatch');
+    const [a, b] = await Promise.all([verifyPost({ email: user.email, code: user.code }), verifyPost({ email: user.email, code: user.code })]);
+    expectNoContent(a!);
+    expectNoContent(b!);
+    expect(await isEmailVerified(user.id)).toBe(true);
+  });
+
   it('after a resend the old code fails with 410 code_mismatch and the new one works', async () => {
     const user = await pendingUser();
     expectNoContent(await resend({ email: user.email }));

@@ -81,14 +81,15 @@ export function createSmtpTransport(smtp: SmtpConfig, options: SmtpTransportOpti
 
 /**
  * The development transport used when SMTP_HOST is unset: writes each email, code included,
- * to the log at `info` so a developer can verify an address locally (issue 2, point 7).
+ * to the log at `warn` (so it shows at every usual LOG_LEVEL) for a developer to verify an
+ * address locally.
  * Never use it in production: the start-up warning says so.
  */
 export function createLogTransport(log: FastifyBaseLogger): MailTransport {
   return {
     kind: 'log',
     async send(message) {
-      log.info({ email: { messageId: message.messageId, to: message.to, subject: message.subject, text: message.text } }, 'email written to the log (SMTP_HOST is not set)');
+      log.warn({ email: { messageId: message.messageId, to: message.to, subject: message.subject, text: message.text } }, 'email written to the log (SMTP_HOST is not set)');
     },
     close: () => {},
   };

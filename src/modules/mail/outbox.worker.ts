@@ -83,8 +83,6 @@ export function createOutboxWorker(deps: OutboxWorkerDeps): OutboxWorker {
     const content = verificationEmail({ username, code, expiresInSeconds });
     try {
       await transport.send({ messageId: `<${row.id}@auth-service>`, to: row.recipient, ...content });
-      await markSent(db, row.id, owner, clock.now());
-      log.info({ outboxId: row.id, attempts: row.attempts + 1 }, 'email sent');
     } catch (err) {
       const attempt = row.attempts + 1;
       const permanent = err instanceof MailSendError && err.permanent;
@@ -93,7 +91,12 @@ export function createOutboxWorker(deps: OutboxWorkerDeps): OutboxWorker {
       const retryAt = dead ? null : new Date(clock.now().getTime() + retryDelayMs(attempt));
       await markFailed(db, row.id, owner, { error, retryAt });
       log.warn({ outboxId: row.id, attempts: attempt, dead, error }, dead ? 'email dead' : 'email send failed; will retry');
+      return;
     }
+    // Outside the try: if recording fails after a successful send, the lease runs out and the
+    // row is sent again (at least once, same Message-ID) rather than counted as a failure.
+    await markSent(db, row.id, owner, clock.now());
+    log.info({ outboxId: row.id, attempts: row.attempts + 1 }, 'email sent');
   };
 
   const round = async (): Promise<number> => {

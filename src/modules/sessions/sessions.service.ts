@@ -7,7 +7,7 @@ import type { PasswordHasher } from '../../crypto/password.js';
 import { newRefreshToken, sha256 } from '../../crypto/secrets.js';
 import { UUID_PATTERN, type AccessTokenService } from '../tokens/access-token.service.js';
 import { normalizeEmail, normalizePhone, normalizeUsername } from '../users/identifiers.js';
-import { findUsersByIdentifiers, type UserRow } from '../users/users.repo.js';
+import { findUsersByIdentifiers, lockUnchangedPassword, type UserRow } from '../users/users.repo.js';
 import { insertRefreshToken, lockRefreshToken, markRotated } from './refresh-tokens.repo.js';
 import {
   findActiveSessionWithUser,
@@ -135,10 +135,14 @@ export function createSessionsService(deps: SessionsDeps): SessionsService {
       const refreshToken = newRefreshToken();
       const expiresAt = new Date(now.getTime() + sessionTtlSeconds * 1000);
       const userAgent = client.userAgent === null ? null : client.userAgent.slice(0, MAX_USER_AGENT_LENGTH);
-      await db.transaction(async (tx) => {
+      const created = await db.transaction(async (tx) => {
+        if (!(await lockUnchangedPassword(tx, user.id, user.password_hash))) return false;
         await insertDeviceAndSession(tx, { sessionId, deviceId: randomUUID(), userId: user.id, ip: client.ip, userAgent, now, expiresAt });
         await insertRefreshToken(tx, { id: randomUUID(), sessionId, tokenHash: sha256(refreshToken), parentId: null, now });
+        return true;
       });
+      // The password changed between the check and the session: the old password is no longer valid.
+      if (!created) throw new AppError('auth.invalid_credentials');
       const accessToken = await accessTokens.sign({ userId: user.id, sessionId });
       return { user, sessionId, accessToken, refreshToken, refreshMaxAgeSeconds: sessionTtlSeconds };
     },

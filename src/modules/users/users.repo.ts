@@ -90,6 +90,17 @@ export async function findUserById(q: Queryable, id: string): Promise<UserRow | 
 }
 
 /**
+ * Holds a share lock on the user row while its password hash is still `expectedHash`, so a
+ * sign-in that checked that hash cannot commit a session after a parallel password change
+ * revoked all sessions: the change's UPDATE and this lock serialise.
+ * @returns false when the hash changed since it was read.
+ */
+export async function lockUnchangedPassword(q: Queryable, userId: string, expectedHash: string): Promise<boolean> {
+  const { rows } = await q.query('SELECT 1 FROM users WHERE id = $1 AND password_hash = $2 FOR SHARE', [userId, expectedHash]);
+  return rows.length === 1;
+}
+
+/**
  * Replaces the password hash only if it is still `expectedHash`, so that of two parallel
  * password changes exactly one wins.
  * @returns true when this call replaced it.

@@ -30,36 +30,30 @@ export async function replaceCode(
   );
 }
 
-/** The user's latest live code for `email` at `now`, or undefined (expired, consumed, superseded, or none). */
-export async function findLiveCode(q: Queryable, userId: string, email: string, now: Date): Promise<VerificationCodeRow | undefined> {
+/**
+ * The user's latest live (unconsumed, unsuperseded, unexpired at `now`) code for `email`,
+ * locked `FOR UPDATE` until the transaction ends, so that attempts on one code serialise: a
+ * second submission waits and then sees the first one's outcome (a consumed code is no longer
+ * live). Undefined when there is none.
+ */
+export async function lockLiveCode(q: Queryable, userId: string, email: string, now: Date): Promise<VerificationCodeRow | undefined> {
   const { rows } = await q.query<VerificationCodeRow>(
     `SELECT id, user_id, email, code_hash, attempts, expires_at FROM verification_codes
       WHERE user_id = $1 AND email = $2 AND consumed_at IS NULL AND superseded_at IS NULL AND expires_at > $3
-      ORDER BY created_at DESC LIMIT 1`,
+      ORDER BY created_at DESC LIMIT 1
+      FOR UPDATE`,
     [userId, email, now],
   );
   return rows[0];
 }
 
-/**
- * Counts one attempt against a code *before* the code is compared (Kratos' order), atomically
- * and only while fewer than `maxAttempts` were made, so N parallel guesses can never exceed it.
- * @returns the attempt number this call took (1-based), or undefined when the code is dead or used.
- */
-export async function takeAttempt(q: Queryable, codeId: string, maxAttempts: number): Promise<number | undefined> {
+/** Counts one wrong attempt against a code. @returns the attempts made so far. */
+export async function recordWrongAttempt(q: Queryable, codeId: string): Promise<number> {
   const { rows } = await q.query<{ attempts: number }>(
-    `UPDATE verification_codes SET attempts = attempts + 1
-      WHERE id = $1 AND attempts < $2 AND consumed_at IS NULL AND superseded_at IS NULL
-      RETURNING attempts`,
-    [codeId, maxAttempts],
+    'UPDATE verification_codes SET attempts = attempts + 1 WHERE id = $1 RETURNING attempts',
+    [codeId],
   );
-  return rows[0]?.attempts;
-}
-
-/** The attempt count of a code, or undefined when it no longer exists. */
-export async function codeAttempts(q: Queryable, codeId: string): Promise<number | undefined> {
-  const { rows } = await q.query<{ attempts: number }>('SELECT attempts FROM verification_codes WHERE id = $1', [codeId]);
-  return rows[0]?.attempts;
+  return rows[0]?.attempts ?? Number.MAX_SAFE_INTEGER;
 }
 
 /**

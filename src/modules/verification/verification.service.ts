@@ -1,12 +1,12 @@
 import { randomUUID } from 'node:crypto';
 import type { Clock } from '../../clock.js';
 import type { Db, Queryable } from '../../db/db.js';
-import { AppError } from '../../errors.js';
+import { AppError, type ErrorCode } from '../../errors.js';
 import { constantTimeEqual, hmacSha256, newVerificationCode, sha256 } from '../../crypto/secrets.js';
 import { enqueueEmail } from '../mail/outbox.repo.js';
 import { hitWindow } from '../rate-limits/rate-limits.repo.js';
 import { findUserByEmail, findUserById, markEmailVerified, type UserRow } from '../users/users.repo.js';
-import { codeAttempts, consumeCode, findLiveCode, replaceCode, takeAttempt } from './verification.repo.js';
+import { consumeCode, lockLiveCode, recordWrongAttempt, replaceCode } from './verification.repo.js';
 
 /** Wrong attempts after which a code is dead (decisions.md §6). */
 export const MAX_CODE_ATTEMPTS = 5;
@@ -33,8 +33,9 @@ export interface VerificationService {
   issueCode(tx: Queryable, user: Pick<UserRow, 'id' | 'username'> & { email: string }): Promise<void>;
   /**
    * Verifies `email` with `code` (already normalised). Resolves when the email is verified now
-   * or was already (204). The attempt is counted before the comparison; the code is consumed by
-   * one guarded update, so parallel right codes change the state once.
+   * or was already (204). Attempts on one code are serialised by a row lock; at most
+   * {@link MAX_CODE_ATTEMPTS} wrong attempts are counted, and parallel right codes change the
+   * state once (decisions.md §6).
    * @throws AppError `auth.verify_email.user_not_found` (404), `auth.verify_email.code_expired`,
    *   `auth.verify_email.code_mismatch`, `auth.verify_email.too_many_attempts` (410).
    */
@@ -68,9 +69,6 @@ export function createVerificationService(deps: VerificationDeps): VerificationS
     });
   };
 
-  /** A race lost to a parallel right code ends in "already verified" (204), not in an error. */
-  const isVerifiedNow = async (userId: string): Promise<boolean> => (await findUserById(db, userId))?.is_email_verified === true;
-
   return {
     issueCode,
 
@@ -79,27 +77,23 @@ export function createVerificationService(deps: VerificationDeps): VerificationS
       if (user === undefined) throw new AppError('auth.verify_email.user_not_found');
       if (user.is_email_verified) return;
       const now = clock.now();
-      const live = await findLiveCode(db, user.id, email, now);
-      if (live === undefined) {
-        if (await isVerifiedNow(user.id)) return;
-        throw new AppError('auth.verify_email.code_expired');
-      }
-      const attempt = await takeAttempt(db, live.id, MAX_CODE_ATTEMPTS);
-      if (attempt === undefined) {
-        if (await isVerifiedNow(user.id)) return;
-        // Read again: parallel guesses may have used up the attempts since `live` was read.
-        const attempts = (await codeAttempts(db, live.id)) ?? 0;
-        throw new AppError(attempts >= MAX_CODE_ATTEMPTS ? 'auth.verify_email.too_many_attempts' : 'auth.verify_email.code_expired');
-      }
-      if (!constantTimeEqual(hashCode(live.id, code), live.code_hash)) {
-        throw new AppError(attempt >= MAX_CODE_ATTEMPTS ? 'auth.verify_email.too_many_attempts' : 'auth.verify_email.code_mismatch');
-      }
-      const consumed = await db.transaction(async (tx) => {
-        if (!(await consumeCode(tx, live.id, now))) return false;
+      // One transaction with the code row locked: the comparison, the attempt count and the
+      // consumption of one code never interleave, so 50 parallel guesses make exactly 5
+      // attempts, and of two parallel right codes one verifies and the other then finds the
+      // email verified. A wrong attempt commits even though the request fails.
+      const outcome = await db.transaction(async (tx): Promise<'verified' | ErrorCode> => {
+        const live = await lockLiveCode(tx, user.id, email, now);
+        if (live === undefined) return (await findUserById(tx, user.id))?.is_email_verified === true ? 'verified' : 'auth.verify_email.code_expired';
+        if (live.attempts >= MAX_CODE_ATTEMPTS) return 'auth.verify_email.too_many_attempts';
+        if (!constantTimeEqual(hashCode(live.id, code), live.code_hash)) {
+          const attempts = await recordWrongAttempt(tx, live.id);
+          return attempts >= MAX_CODE_ATTEMPTS ? 'auth.verify_email.too_many_attempts' : 'auth.verify_email.code_mismatch';
+        }
+        await consumeCode(tx, live.id, now);
         await markEmailVerified(tx, user.id, email, now);
-        return true;
+        return 'verified';
       });
-      if (!consumed && !(await isVerifiedNow(user.id))) throw new AppError('auth.verify_email.code_expired');
+      if (outcome !== 'verified') throw new AppError(outcome);
     },
 
     async resend(email) {
