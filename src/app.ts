@@ -64,6 +64,12 @@ declare module 'fastify' {
   }
 }
 
+function trimEmailMember(input: unknown): void {
+  if (input !== null && typeof input === 'object' && 'email' in input && typeof input.email === 'string') {
+    (input as { email: string }).email = input.email.trim();
+  }
+}
+
 /** Log serialiser for requests: method and path only. The query string can carry a verification code. */
 function requestSerializer(req: { method: string; url: string; ip?: string }): Record<string, unknown> {
   const q = req.url.indexOf('?');
@@ -116,6 +122,12 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     await app.register(fastifyCors, { origin: [...config.corsOrigins], credentials: true });
   }
   app.decorateRequest('auth', null);
+  // decisions.md §3: emails are trimmed. Trim before validation so that the email format check
+  // sees the trimmed address (body and query alike).
+  app.addHook('preValidation', async (request) => {
+    trimEmailMember(request.body);
+    trimEmailMember(request.query);
+  });
   app.addHook('onSend', async (_request, reply) => {
     // Nothing this service answers may be cached by default; JWKS sets its own public policy.
     if (!reply.hasHeader('cache-control')) reply.header('cache-control', 'no-store');
@@ -141,6 +153,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     db,
     clock,
     codeHmacKey: keys.codeHmacKey,
+    rateLimitHmacKey: keys.rateLimitHmacKey,
     codeTtlSeconds: config.verificationCodeTtlSeconds,
     onEmailQueued,
   });

@@ -1,5 +1,6 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
+import { rsaKeyFileProblem } from './modules/keys/keys.service.js';
 
 /** SMTP transport security: none, required STARTTLS upgrade, or implicit TLS (decisions.md §2). */
 export type SmtpTlsMode = 'none' | 'starttls' | 'tls';
@@ -94,6 +95,11 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>>): C
     const v = values[name];
     return v === undefined || v.trim() === '' ? undefined : v.trim();
   };
+  /** Secrets are taken as given (a password may start or end with a space). */
+  const secret = (name: string): string | undefined => {
+    const v = values[name];
+    return v === undefined || v === '' ? undefined : v;
+  };
   const int = (name: string, fallback: number, min: number, max: number): number => {
     const raw = str(name);
     if (raw === undefined) return fallback;
@@ -137,8 +143,8 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>>): C
       host: smtpHost,
       port: smtpPort,
       tls: smtpTls,
-      username: str('SMTP_USERNAME'),
-      password: str('SMTP_PASSWORD'),
+      username: secret('SMTP_USERNAME'),
+      password: secret('SMTP_PASSWORD'),
       from: smtpFrom ?? '',
       fromName: str('SMTP_FROM_NAME'),
     };
@@ -157,6 +163,17 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>>): C
     }
   }
 
+  const privateKeyFile = str('JWT_PRIVATE_KEY_FILE');
+  const publicKeyFiles = list('JWT_PUBLIC_KEY_FILES');
+  if (privateKeyFile !== undefined) {
+    const problem = rsaKeyFileProblem(privateKeyFile, 'private');
+    if (problem !== undefined) problems.push(`JWT_PRIVATE_KEY_FILE: ${problem}`);
+  }
+  for (const file of publicKeyFiles) {
+    const problem = rsaKeyFileProblem(file, 'public');
+    if (problem !== undefined) problems.push(`JWT_PUBLIC_KEY_FILES: ${problem}`);
+  }
+
   const refreshReuseGraceSeconds = int('REFRESH_REUSE_GRACE_SECONDS', 0, 0, 300);
   if (refreshReuseGraceSeconds > 0) {
     problems.push('REFRESH_REUSE_GRACE_SECONDS: only 0 (strict reuse detection) is supported in this version');
@@ -170,8 +187,8 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>>): C
     dataDir: path.resolve(str('DATA_DIR') ?? './data'),
     migrateOnStart: bool('MIGRATE_ON_START', true),
     jwt: {
-      privateKeyFile: str('JWT_PRIVATE_KEY_FILE'),
-      publicKeyFiles: list('JWT_PUBLIC_KEY_FILES'),
+      privateKeyFile,
+      publicKeyFiles,
       issuer: str('JWT_ISSUER') ?? DEFAULT_JWT_ISSUER,
       audience: str('JWT_AUDIENCE') ?? DEFAULT_JWT_AUDIENCE,
       accessTokenTtlSeconds: int('ACCESS_TOKEN_TTL_SECONDS', 900, 30, 86400),

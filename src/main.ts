@@ -34,6 +34,9 @@ async function main(): Promise<void> {
     app.log.warn('SMTP is not configured (SMTP_HOST unset): emails, verification codes included, are written to this log. Do not run like this in production.');
   }
   if (config.databaseUrl === undefined) app.log.info({ dataDir: config.dataDir }, 'using the embedded PGlite database');
+  else if (config.jwt.privateKeyFile === undefined) {
+    app.log.warn('DATABASE_URL is set but JWT_PRIVATE_KEY_FILE is not: this instance signs with a key generated into its own DATA_DIR, which other instances will not accept. Give every instance the same JWT_PRIVATE_KEY_FILE.');
+  }
 
   let closing = false;
   const shutdown = (signal: string): void => {

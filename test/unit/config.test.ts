@@ -1,3 +1,4 @@
+import { generateKeyPairSync } from 'node:crypto';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -69,5 +70,39 @@ describe('loadConfig (decisions.md §2)', () => {
       expect(problems).toContain(name);
     }
     expect((error as ConfigError).problems).toHaveLength(10);
+  });
+
+  it('checks the key files at start: readable PEM, RSA, 2048 bits or more', () => {
+    const dir = mkdtempSync(path.join(tmpdir(), 'cfg-keys-'));
+    const pem = (type: 'rsa' | 'ec', bits = 2048) => {
+      const { privateKey, publicKey } =
+        type === 'rsa'
+          ? generateKeyPairSync('rsa', { modulusLength: bits, publicKeyEncoding: { type: 'spki', format: 'pem' }, privateKeyEncoding: { type: 'pkcs8', format: 'pem' } })
+          : generateKeyPairSync('ec', { namedCurve: 'P-256', publicKeyEncoding: { type: 'spki', format: 'pem' }, privateKeyEncoding: { type: 'pkcs8', format: 'pem' } });
+      return { privateKey, publicKey };
+    };
+    const good = pem('rsa');
+    writeFileSync(path.join(dir, 'good.key'), good.privateKey);
+    writeFileSync(path.join(dir, 'good.pub'), good.publicKey);
+    writeFileSync(path.join(dir, 'small.key'), pem('rsa', 1024).privateKey);
+    writeFileSync(path.join(dir, 'ec.pub'), pem('ec').publicKey);
+    writeFileSync(path.join(dir, 'junk.pub'), 'not a key');
+    expect(loadConfig({ JWT_PRIVATE_KEY_FILE: path.join(dir, 'good.key'), JWT_PUBLIC_KEY_FILES: path.join(dir, 'good.pub') }).jwt.publicKeyFiles).toEqual([path.join(dir, 'good.pub')]);
+    let error: ConfigError | undefined;
+    try {
+      loadConfig({ JWT_PRIVATE_KEY_FILE: path.join(dir, 'small.key'), JWT_PUBLIC_KEY_FILES: ['ec.pub', 'junk.pub', 'missing.pub'].map((f) => path.join(dir, f)).join(',') });
+    } catch (err) {
+      error = err as ConfigError;
+    }
+    expect(error).toBeInstanceOf(ConfigError);
+    expect(error!.problems).toHaveLength(4);
+    expect(error!.problems[0]).toMatch(/^JWT_PRIVATE_KEY_FILE: .*at least 2048 bits/);
+    expect(error!.problems.slice(1).every((p) => p.startsWith('JWT_PUBLIC_KEY_FILES: '))).toBe(true);
+  });
+
+  it('keeps secrets as given and trims other values', () => {
+    const c = loadConfig({ SMTP_HOST: ' mail.example.com ', SMTP_FROM: 'a@b.c', SMTP_USERNAME: 'user', SMTP_PASSWORD: ' pass word ' });
+    expect(c.smtp?.host).toBe('mail.example.com');
+    expect(c.smtp?.password).toBe(' pass word ');
   });
 });

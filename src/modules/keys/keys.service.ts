@@ -7,8 +7,11 @@ import { calculateJwkThumbprint, exportJWK } from 'jose';
 export const MIN_RSA_BITS = 2048;
 /** File name of the generated development signing key inside DATA_DIR. */
 export const GENERATED_KEY_FILE = 'jwt-signing-key.pem';
-/** HKDF `info` for the verification-code HMAC key derived from the signing key. */
+/** HKDF `info` strings of the HMAC keys derived from the signing key (one key per purpose). */
 const CODE_HMAC_INFO = 'auth-service/verification-code-hmac/v1';
+const RATE_LIMIT_HMAC_INFO = 'auth-service/rate-limit-subject-hmac/v1';
+/** Length of each derived HMAC key in bytes: the SHA-256 block of output, 256 bits. */
+const DERIVED_KEY_BYTES = 32;
 
 /** One public RSA key that may verify access tokens, with its RFC 7638 thumbprint as `kid`. */
 export interface VerificationKey {
@@ -23,8 +26,10 @@ export interface KeyStore {
   readonly verification: ReadonlyMap<string, VerificationKey>;
   /** The serialised JWKS document (`{"keys":[...]}`), built once, served as is. */
   readonly jwksJson: string;
-  /** 32-byte HMAC key for verification codes, derived with HKDF-SHA-256 from the signing key. */
+  /** HMAC key for verification codes at rest, derived with HKDF-SHA-256 from the signing key. */
   readonly codeHmacKey: Buffer;
+  /** HMAC key for rate-limit subjects (addresses, identifiers), so the table holds no reversible hash of an address. */
+  readonly rateLimitHmacKey: Buffer;
 }
 
 /** Where keys come from (decisions.md §2). */
@@ -70,11 +75,31 @@ function loadOrCreateGeneratedKey(dataDir: string): string {
   return readFileSync(file, 'utf8');
 }
 
-function assertRsa(key: KeyObject, source: string): void {
-  const bits = key.asymmetricKeyDetails?.modulusLength ?? 0;
-  if (key.asymmetricKeyType !== 'rsa' || bits < MIN_RSA_BITS) {
-    throw new Error(`${source}: expected an RSA key of at least ${MIN_RSA_BITS} bits`);
+/**
+ * Why a PEM file cannot serve as an RS256 key, or undefined when it can: readable, parseable,
+ * RSA, and at least {@link MIN_RSA_BITS} bits. Used by loadConfig to report key problems with
+ * every other bad setting at start.
+ */
+export function rsaKeyFileProblem(file: string, kind: 'private' | 'public'): string | undefined {
+  let key: KeyObject;
+  try {
+    const pem = readFileSync(file, 'utf8');
+    key = kind === 'private' ? createPrivateKey(pem) : createPublicKey(pem);
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    return `cannot read ${file} as a PEM ${kind} key${code === undefined ? '' : ` (${code})`}`;
   }
+  return rsaProblem(key, file);
+}
+
+function rsaProblem(key: KeyObject, source: string): string | undefined {
+  const bits = key.asymmetricKeyDetails?.modulusLength ?? 0;
+  return key.asymmetricKeyType !== 'rsa' || bits < MIN_RSA_BITS ? `${source}: expected an RSA key of at least ${MIN_RSA_BITS} bits` : undefined;
+}
+
+function assertRsa(key: KeyObject, source: string): void {
+  const problem = rsaProblem(key, source);
+  if (problem !== undefined) throw new Error(problem);
 }
 
 async function toVerificationKey(key: KeyObject): Promise<{ vk: VerificationKey; jwk: Record<string, unknown> }> {
@@ -109,11 +134,12 @@ export async function loadKeyStore(sources: KeySources): Promise<KeyStore> {
     jwks.push(retired.jwk);
   }
   const der = privateKey.export({ type: 'pkcs8', format: 'der' });
-  const codeHmacKey = Buffer.from(hkdfSync('sha256', der, Buffer.alloc(0), CODE_HMAC_INFO, 32));
+  const derive = (info: string): Buffer => Buffer.from(hkdfSync('sha256', der, Buffer.alloc(0), info, DERIVED_KEY_BYTES));
   return {
     signing: { kid: active.vk.kid, privateKey },
     verification,
     jwksJson: JSON.stringify({ keys: jwks }),
-    codeHmacKey,
+    codeHmacKey: derive(CODE_HMAC_INFO),
+    rateLimitHmacKey: derive(RATE_LIMIT_HMAC_INFO),
   };
 }

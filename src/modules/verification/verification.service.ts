@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { Clock } from '../../clock.js';
 import type { Db, Queryable } from '../../db/db.js';
 import { AppError, type ErrorCode } from '../../errors.js';
-import { constantTimeEqual, hmacSha256, newVerificationCode, sha256 } from '../../crypto/secrets.js';
+import { constantTimeEqual, hmacSha256, newVerificationCode } from '../../crypto/secrets.js';
 import { enqueueEmail } from '../mail/outbox.repo.js';
 import { hitWindow } from '../rate-limits/rate-limits.repo.js';
 import { findUserByEmail, findUserById, markEmailVerified, type UserRow } from '../users/users.repo.js';
@@ -19,6 +19,8 @@ export interface VerificationDeps {
   readonly clock: Clock;
   /** HMAC key for codes at rest. */
   readonly codeHmacKey: Buffer;
+  /** HMAC key for rate-limit subjects. */
+  readonly rateLimitHmacKey: Buffer;
   readonly codeTtlSeconds: number;
   /** Called after a commit that queued an email. */
   readonly onEmailQueued: () => void;
@@ -49,8 +51,9 @@ export interface VerificationService {
   resend(email: string): Promise<void>;
 }
 
+/** Builds the {@link VerificationService} over the database, clock and derived HMAC keys. */
 export function createVerificationService(deps: VerificationDeps): VerificationService {
-  const { db, clock, codeHmacKey, codeTtlSeconds, onEmailQueued } = deps;
+  const { db, clock, codeHmacKey, rateLimitHmacKey, codeTtlSeconds, onEmailQueued } = deps;
   const hashCode = (codeId: string, code: string): string => hmacSha256(codeHmacKey, `${codeId}:${code}`);
 
   const issueCode: VerificationService['issueCode'] = async (tx, user) => {
@@ -98,7 +101,7 @@ export function createVerificationService(deps: VerificationDeps): VerificationS
 
     async resend(email) {
       const now = clock.now();
-      const hit = await hitWindow(db, `resend:${sha256(email)}`, RESEND_WINDOW_SECONDS, now);
+      const hit = await hitWindow(db, `resend:${hmacSha256(rateLimitHmacKey, email)}`, RESEND_WINDOW_SECONDS, now);
       if (hit.hits > 1) {
         const retryAfter = Math.max(1, Math.ceil((hit.windowStart.getTime() + RESEND_WINDOW_SECONDS * 1000 - now.getTime()) / 1000));
         throw new AppError('auth.resend_verification.too_many_attempts', { headers: { 'retry-after': String(retryAfter) } });
