@@ -4,4 +4,5 @@ export interface Clock {
   now(): Date;
 }
 
+/** The real clock, used in production. */
 export const systemClock: Clock = { now: () => new Date() };

@@ -56,6 +56,29 @@ export interface Config {
 /** OWASP Password Storage Cheat Sheet, argon2id first configuration; also the lowest accepted values. */
 export const OWASP_ARGON2_MINIMUM: Argon2Params = Object.freeze({ memoryCost: 19456, timeCost: 2, parallelism: 1 });
 
+/** Defaults and bounds of decisions.md §2, in seconds unless named otherwise. */
+const DEFAULT_PORT = 3000;
+/** SMTP submission port with STARTTLS (RFC 6409) and implicit-TLS submission port (RFC 8314). */
+const SMTP_SUBMISSION_PORT = 587;
+const SMTP_IMPLICIT_TLS_PORT = 465;
+const DEFAULT_POOL_MAX = 10;
+const MAX_POOL = 1000;
+const DEFAULT_ACCESS_TOKEN_TTL = 900;
+const MIN_ACCESS_TOKEN_TTL = 30;
+const ONE_DAY = 86400;
+const DEFAULT_SESSION_TTL = 30 * ONE_DAY;
+const MIN_SESSION_TTL = 60;
+const MAX_SESSION_TTL = 365 * ONE_DAY;
+const DEFAULT_CODE_TTL = 900;
+const MIN_CODE_TTL = 60;
+/** Longest refresh grace window accepted: one JWKS cache lifetime is far beyond two racing tabs. */
+const MAX_REFRESH_GRACE = 300;
+/** argon2id upper bounds: 4 GiB of memory, 100 passes, 16 lanes (beyond them a sign-in takes seconds). */
+const MAX_ARGON2_MEMORY_KIB = 4 * 1024 * 1024;
+const MAX_ARGON2_TIME_COST = 100;
+const MAX_ARGON2_PARALLELISM = 16;
+const MAX_PORT = 65535;
+
 export const DEFAULT_JWT_ISSUER = 'auth-service';
 export const DEFAULT_JWT_AUDIENCE = 'auth-service';
 
@@ -133,7 +156,7 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>>): C
   let smtpTls: SmtpTlsMode = 'starttls';
   if (smtpTlsRaw === 'none' || smtpTlsRaw === 'starttls' || smtpTlsRaw === 'tls') smtpTls = smtpTlsRaw;
   else problems.push(`SMTP_TLS: expected none, starttls or tls, got "${smtpTlsRaw}"`);
-  const smtpPort = int('SMTP_PORT', smtpTls === 'tls' ? 465 : 587, 1, 65535);
+  const smtpPort = int('SMTP_PORT', smtpTls === 'tls' ? SMTP_IMPLICIT_TLS_PORT : SMTP_SUBMISSION_PORT, 1, MAX_PORT);
   const smtpFrom = str('SMTP_FROM');
   let smtp: SmtpConfig | undefined;
   if (smtpHost !== undefined) {
@@ -174,16 +197,16 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>>): C
     if (problem !== undefined) problems.push(`JWT_PUBLIC_KEY_FILES: ${problem}`);
   }
 
-  const refreshReuseGraceSeconds = int('REFRESH_REUSE_GRACE_SECONDS', 0, 0, 300);
+  const refreshReuseGraceSeconds = int('REFRESH_REUSE_GRACE_SECONDS', 0, 0, MAX_REFRESH_GRACE);
   if (refreshReuseGraceSeconds > 0) {
     problems.push('REFRESH_REUSE_GRACE_SECONDS: only 0 (strict reuse detection) is supported in this version');
   }
 
   const config: Config = {
     host: str('HOST') ?? '127.0.0.1',
-    port: int('PORT', 3000, 0, 65535),
+    port: int('PORT', DEFAULT_PORT, 0, MAX_PORT),
     databaseUrl,
-    databasePoolMax: int('DATABASE_POOL_MAX', 10, 1, 1000),
+    databasePoolMax: int('DATABASE_POOL_MAX', DEFAULT_POOL_MAX, 1, MAX_POOL),
     dataDir: path.resolve(str('DATA_DIR') ?? './data'),
     migrateOnStart: bool('MIGRATE_ON_START', true),
     jwt: {
@@ -191,19 +214,19 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>>): C
       publicKeyFiles,
       issuer: str('JWT_ISSUER') ?? DEFAULT_JWT_ISSUER,
       audience: str('JWT_AUDIENCE') ?? DEFAULT_JWT_AUDIENCE,
-      accessTokenTtlSeconds: int('ACCESS_TOKEN_TTL_SECONDS', 900, 30, 86400),
+      accessTokenTtlSeconds: int('ACCESS_TOKEN_TTL_SECONDS', DEFAULT_ACCESS_TOKEN_TTL, MIN_ACCESS_TOKEN_TTL, ONE_DAY),
     },
-    sessionTtlSeconds: int('SESSION_TTL_SECONDS', 2592000, 60, 31536000),
-    verificationCodeTtlSeconds: int('VERIFICATION_CODE_TTL_SECONDS', 900, 60, 86400),
+    sessionTtlSeconds: int('SESSION_TTL_SECONDS', DEFAULT_SESSION_TTL, MIN_SESSION_TTL, MAX_SESSION_TTL),
+    verificationCodeTtlSeconds: int('VERIFICATION_CODE_TTL_SECONDS', DEFAULT_CODE_TTL, MIN_CODE_TTL, ONE_DAY),
     refreshReuseGraceSeconds,
     smtp,
     trustProxy: bool('TRUST_PROXY', false),
     corsOrigins,
     logLevel,
     argon2: {
-      memoryCost: int('ARGON2_MEMORY_KIB', OWASP_ARGON2_MINIMUM.memoryCost, OWASP_ARGON2_MINIMUM.memoryCost, 4194304),
-      timeCost: int('ARGON2_TIME_COST', OWASP_ARGON2_MINIMUM.timeCost, OWASP_ARGON2_MINIMUM.timeCost, 100),
-      parallelism: int('ARGON2_PARALLELISM', OWASP_ARGON2_MINIMUM.parallelism, 1, 16),
+      memoryCost: int('ARGON2_MEMORY_KIB', OWASP_ARGON2_MINIMUM.memoryCost, OWASP_ARGON2_MINIMUM.memoryCost, MAX_ARGON2_MEMORY_KIB),
+      timeCost: int('ARGON2_TIME_COST', OWASP_ARGON2_MINIMUM.timeCost, OWASP_ARGON2_MINIMUM.timeCost, MAX_ARGON2_TIME_COST),
+      parallelism: int('ARGON2_PARALLELISM', OWASP_ARGON2_MINIMUM.parallelism, 1, MAX_ARGON2_PARALLELISM),
     },
   };
   if (problems.length > 0) throw new ConfigError(problems);

@@ -18,9 +18,12 @@ export function hmacSha256(key: Buffer, value: string): string {
   return createHmac('sha256', key).update(value, 'utf8').digest('base64url');
 }
 
+/** Digits of a verification code (spec §8: exactly 6). */
+export const VERIFICATION_CODE_DIGITS = 6;
+
 /** A 6-digit verification code, uniformly drawn from the CSPRNG (decisions.md §6). */
 export function newVerificationCode(): string {
-  return randomInt(0, 1_000_000).toString().padStart(6, '0');
+  return randomInt(0, 10 ** VERIFICATION_CODE_DIGITS).toString().padStart(VERIFICATION_CODE_DIGITS, '0');
 }
 
 /** Compares two strings in time independent of where they differ (STYLE habit 4). */

@@ -101,6 +101,7 @@ export interface SessionsService {
 /** `Authorization: Bearer <token>` (RFC 6750 §2.1; the scheme is case-insensitive). */
 const BEARER = /^Bearer +([A-Za-z0-9\-._~+/]+=*) *$/i;
 
+/** Builds the {@link SessionsService}: sign-in, rotation, Bearer checks and session management. */
 export function createSessionsService(deps: SessionsDeps): SessionsService {
   const { db, clock, hasher, accessTokens, sessionTtlSeconds, log } = deps;
 

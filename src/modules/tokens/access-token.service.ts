@@ -47,6 +47,7 @@ export interface AccessTokenOptions {
   readonly clock: Clock;
 }
 
+/** Builds the {@link AccessTokenService} over the key store; the JWT header is prepared once. */
 export function createAccessTokenService(options: AccessTokenOptions): AccessTokenService {
   const { keys, issuer, audience, ttlSeconds, clock } = options;
   const header: JWTHeaderParameters = { alg: 'RS256', typ: ACCESS_TOKEN_TYP, kid: keys.signing.kid };

@@ -3,6 +3,12 @@
  * at sign-up, sign-in, verification and resend, so a user is found however they typed it.
  */
 
+/** Username length bounds (spec §2, §8). */
+export const USERNAME_MIN_LENGTH = 3;
+export const USERNAME_MAX_LENGTH = 32;
+/** Longest email address accepted (spec §8; RFC 3696 erratum 1690 gives 320 = 64 + 1 + 255). */
+export const EMAIL_MAX_LENGTH = 320;
+
 /** Lower-cases a username (the stored User pattern is `^[a-z0-9_]+$`). */
 export function normalizeUsername(username: string): string {
   return username.toLowerCase();

@@ -1,11 +1,13 @@
 import { Type, type Static } from '@sinclair/typebox';
+import { PASSWORD_MAX_CODE_POINTS, PASSWORD_MIN_CODE_POINTS } from '../../crypto/password.js';
+import { EMAIL_MAX_LENGTH, USERNAME_MAX_LENGTH, USERNAME_MIN_LENGTH } from './identifiers.js';
 import type { UserRow } from './users.repo.js';
 
 /** Spec §2 User: all fields present, no others. */
 export const UserSchema = Type.Object(
   {
     id: Type.String({ format: 'uuid' }),
-    username: Type.String({ minLength: 3, maxLength: 32, pattern: '^[a-z0-9_]+$' }),
+    username: Type.String({ minLength: USERNAME_MIN_LENGTH, maxLength: USERNAME_MAX_LENGTH, pattern: '^[a-z0-9_]+$' }),
     email: Type.Union([Type.String({ format: 'email' }), Type.Null()]),
     phone: Type.Union([Type.String({ pattern: '^[+][0-9]{8,15}$' }), Type.Null()]),
     is_email_verified: Type.Boolean(),
@@ -30,10 +32,10 @@ export function toUser(row: UserRow): User {
 /** Spec §2 SignUpRequest; at least one of `email` and `phone`. */
 export const SignUpRequestSchema = Type.Object(
   {
-    username: Type.String({ minLength: 3, maxLength: 32, pattern: '^[a-zA-Z0-9_]+$' }),
-    email: Type.Optional(Type.String({ format: 'email', maxLength: 320 })),
+    username: Type.String({ minLength: USERNAME_MIN_LENGTH, maxLength: USERNAME_MAX_LENGTH, pattern: '^[a-zA-Z0-9_]+$' }),
+    email: Type.Optional(Type.String({ format: 'email', maxLength: EMAIL_MAX_LENGTH })),
     phone: Type.Optional(Type.String({ pattern: '^[+]?[0-9 ()-]{8,24}$' })),
-    password: Type.String({ minLength: 8, maxLength: 72 }),
+    password: Type.String({ minLength: PASSWORD_MIN_CODE_POINTS, maxLength: PASSWORD_MAX_CODE_POINTS }),
   },
   { title: 'SignUpRequest', additionalProperties: false, anyOf: [{ required: ['email'] }, { required: ['phone'] }] },
 );
@@ -44,7 +46,7 @@ export const SignUpResponseSchema = Type.Object({ user: UserSchema }, { addition
 export const ChangePasswordRequestSchema = Type.Object(
   {
     current_password: Type.String(),
-    new_password: Type.String({ minLength: 8, maxLength: 72 }),
+    new_password: Type.String({ minLength: PASSWORD_MIN_CODE_POINTS, maxLength: PASSWORD_MAX_CODE_POINTS }),
   },
   { title: 'ChangePasswordRequest', additionalProperties: false },
 );

@@ -43,6 +43,7 @@ export interface UsersService {
   changePassword(user: UserRow, input: { currentPassword: string; newPassword: string }): Promise<void>;
 }
 
+/** Builds the {@link UsersService}: sign-up and password change over the database, hasher and verification service. */
 export function createUsersService(deps: UsersDeps): UsersService {
   const { db, clock, hasher, verification, onEmailQueued } = deps;
   return {

@@ -1,7 +1,9 @@
 import { Type } from '@sinclair/typebox';
+import { VERIFICATION_CODE_DIGITS } from '../../crypto/secrets.js';
+import { EMAIL_MAX_LENGTH } from '../users/identifiers.js';
 
-const Email = Type.String({ format: 'email', maxLength: 320 });
-const Code = Type.String({ pattern: '^[0-9]{6}$' });
+const Email = Type.String({ format: 'email', maxLength: EMAIL_MAX_LENGTH });
+const Code = Type.String({ pattern: `^[0-9]{${VERIFICATION_CODE_DIGITS}}$` });
 
 /** GET /verify-email query (spec §4). Other query parameters (for example tracking tags added by mail clients) are ignored. */
 export const VerifyEmailQuerySchema = Type.Object({ email: Email, code: Code });
