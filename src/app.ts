@@ -1,3 +1,5 @@
+import { STATUS_CODES } from 'node:http';
+import type { Duplex } from 'node:stream';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyReply, type FastifyServerOptions } from 'fastify';
 import pino, { type DestinationStream } from 'pino';
 import fastifyCookie from '@fastify/cookie';
@@ -6,6 +8,7 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { systemClock, type Clock } from './clock.js';
 import type { Config } from './config.js';
 import type { Db } from './db/db.js';
+import { ERROR_CATALOG } from './errors.js';
 import { createPasswordHasher, type PasswordHasher } from './crypto/password.js';
 import { registerBodyParsers } from './plugins/body-parsers.js';
 import { registerErrorHandler, sendError } from './plugins/error-handler.js';
@@ -17,6 +20,8 @@ import { sessionsRoutes } from './modules/sessions/sessions.routes.js';
 import { createSessionsService } from './modules/sessions/sessions.service.js';
 import { createAccessTokenService } from './modules/tokens/access-token.service.js';
 import { usersRoutes } from './modules/users/users.routes.js';
+import { rateLimitRules } from './modules/rate-limits/rate-limits.rules.js';
+import { createRateLimiter } from './modules/rate-limits/rate-limits.service.js';
 import { createUsersService } from './modules/users/users.service.js';
 import { verificationRoutes } from './modules/verification/verification.routes.js';
 import { createVerificationService } from './modules/verification/verification.service.js';
@@ -64,6 +69,45 @@ declare module 'fastify' {
   }
 }
 
+/** The HTTP methods of the interface (spec §4): what a CORS preflight may ask for. */
+export const CORS_METHODS: readonly string[] = ['GET', 'HEAD', 'POST', 'DELETE'];
+
+/** The JSON content type of every body this service writes. */
+const JSON_CONTENT_TYPE = 'application/json; charset=utf-8';
+
+/**
+ * Headers every answer carries (docs/decisions.md, "Caching"): `Cache-Control: no-store` unless
+ * the route set its own policy (only the JWKS does: `public, max-age=300`, spec §4), and
+ * `X-Content-Type-Options: nosniff`.
+ */
+function setResponseSecurityHeaders(reply: FastifyReply): void {
+  if (!reply.hasHeader('cache-control')) reply.header('cache-control', 'no-store');
+  reply.header('x-content-type-options', 'nosniff');
+}
+
+/**
+ * Answers an HTTP-level client error that never reaches routing (a malformed request line or
+ * header, headers over Node's size limit, a request timeout) in the service's own shape: the
+ * catalog's `request.invalid` body `{code, message}`, JSON with charset, `no-store` and
+ * `nosniff`, then closes the connection. The status is Fastify's default: 408 for a timeout,
+ * 431 for oversized headers, else 400. Replaces Fastify's default handler, whose body
+ * (`{error, message, statusCode}`) is not the spec's Error (§7).
+ */
+function answerClientError(err: NodeJS.ErrnoException, socket: Duplex): void {
+  if (err.code === 'ECONNRESET' || socket.destroyed) return;
+  const status = err.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? 408 : err.code === 'HPE_HEADER_OVERFLOW' ? 431 : 400;
+  const body = JSON.stringify({ code: 'request.invalid', message: ERROR_CATALOG['request.invalid'].message });
+  if (socket.writable) {
+    socket.write(
+      `HTTP/1.1 ${status} ${STATUS_CODES[status] ?? ''}\r\n` +
+        `Content-Type: ${JSON_CONTENT_TYPE}\r\nContent-Length: ${Buffer.byteLength(body)}\r\n` +
+        'Cache-Control: no-store\r\nX-Content-Type-Options: nosniff\r\nConnection: close\r\n\r\n' +
+        body,
+    );
+  }
+  socket.destroy(err);
+}
+
 function trimEmailMember(input: unknown): void {
   if (input !== null && typeof input === 'object' && 'email' in input && typeof input.email === 'string') {
     (input as { email: string }).email = input.email.trim();
@@ -104,14 +148,19 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     ajv: AJV_OPTIONS,
     bodyLimit: BODY_LIMIT_BYTES,
     trustProxy: config.trustProxy,
-    return503OnClosing: true,
+    // Requests that arrive while the server closes are answered 503 by the onRequest hook below,
+    // in the service's shape and with its headers; Fastify's own fast path would bypass both.
+    return503OnClosing: false,
     // Errors Fastify raises before routing (a path that cannot be percent-decoded) bypass the
     // error handler. Such a path names no resource: 404. Only the error code is logged; the
     // message would carry the URL, query string (and so a verification code) included.
+    // Hooks do not run on this path, so the common headers are set here.
     frameworkErrors: (error, request, reply) => {
       request.log.info({ errorCode: error.code }, 'rejected undecodable URL');
+      setResponseSecurityHeaders(reply as FastifyReply);
       void sendError(reply as FastifyReply, 'request.not_found');
     },
+    clientErrorHandler: answerClientError,
   }).withTypeProvider<TypeBoxTypeProvider>();
 
   // External plugins and cross-cutting behaviour.
@@ -119,8 +168,27 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   registerBodyParsers(app);
   await app.register(fastifyCookie);
   if (config.corsOrigins.length > 0) {
-    await app.register(fastifyCors, { origin: [...config.corsOrigins], credentials: true });
+    const allowedOrigins = new Set(config.corsOrigins);
+    await app.register(fastifyCors, {
+      // A listed origin is echoed back with credentials allowed (never `*`). Any other origin,
+      // or none, gets no CORS header at all (not even Access-Control-Allow-Credentials), and its
+      // preflight falls through to the 404 handler. `Vary: Origin` is always sent, so caches
+      // (the JWKS is publicly cacheable) keep the variants apart.
+      origin: (origin, callback) => callback(null, origin !== undefined && allowedOrigins.has(origin) ? origin : false),
+      credentials: true,
+      methods: [...CORS_METHODS],
+    });
   }
+  // Load shedding while closing (after CORS, so a browser app can read the answer): requests
+  // still arriving on open keep-alive connections get 503 `service_unavailable` with
+  // `Connection: close` (set by Fastify), and no handler runs.
+  let closing = false;
+  app.addHook('preClose', async () => {
+    closing = true;
+  });
+  app.addHook('onRequest', async (_request, reply) => {
+    if (closing) return sendError(reply, 'service_unavailable');
+  });
   app.decorateRequest('auth', null);
   // decisions.md §3: emails are trimmed. Trim before validation so that the email format check
   // sees the trimmed address (body and query alike).
@@ -130,8 +198,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   });
   app.addHook('onSend', async (_request, reply) => {
     // Nothing this service answers may be cached by default; JWKS sets its own public policy.
-    if (!reply.hasHeader('cache-control')) reply.header('cache-control', 'no-store');
-    reply.header('x-content-type-options', 'nosniff');
+    setResponseSecurityHeaders(reply);
   });
 
   // Services.
@@ -142,6 +209,8 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   const transport = deps.mailTransport ?? (config.smtp !== undefined ? createSmtpTransport(config.smtp) : createLogTransport(app.log));
   const outbox = createOutboxWorker({ db, transport, clock, log: app.log });
   const onEmailQueued = (): void => outbox.nudge();
+  const limiter = createRateLimiter({ db, clock, hmacKey: keys.rateLimitHmacKey, log: app.log });
+  const rules = rateLimitRules(config.rateLimits);
   const accessTokens = createAccessTokenService({
     keys,
     issuer: config.jwt.issuer,
@@ -153,17 +222,21 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     db,
     clock,
     codeHmacKey: keys.codeHmacKey,
-    rateLimitHmacKey: keys.rateLimitHmacKey,
+    limiter,
+    rules,
+    log: app.log,
     codeTtlSeconds: config.verificationCodeTtlSeconds,
     onEmailQueued,
   });
   const users = createUsersService({ db, clock, hasher, verification, onEmailQueued });
-  const sessions = createSessionsService({ db, clock, hasher, accessTokens, sessionTtlSeconds: config.sessionTtlSeconds, log: app.log });
+  const sessions = createSessionsService({ db, clock, hasher, accessTokens, sessionTtlSeconds: config.sessionTtlSeconds, refreshReuseGraceSeconds: config.refreshReuseGraceSeconds, limiter, rules, log: app.log });
   app.decorate('outbox', outbox);
   app.decorate('keys', keys);
 
   if (deps.startOutboxWorker ?? true) app.addHook('onReady', async () => outbox.start());
+  app.addHook('onReady', async () => limiter.start());
   app.addHook('onClose', async () => {
+    limiter.stop();
     await outbox.stop();
     transport.close();
   });
@@ -171,7 +244,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   // Routes.
   await app.register(
     async (api) => {
-      await api.register(usersRoutes({ users, sessions }));
+      await api.register(usersRoutes({ users, sessions, limiter, signUpPerIp: rules.signUpPerIp }));
       await api.register(sessionsRoutes({ sessions }));
       await api.register(verificationRoutes({ verification }));
       await api.register(keysRoutes({ keys }));

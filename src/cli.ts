@@ -2,11 +2,13 @@
 import { ConfigError, loadConfig } from './config.js';
 import { migrate, schemaStatus } from './db/migrate.js';
 import { openDatabase } from './db/open.js';
+import { runKeysCommand } from './modules/keys/keys.cli.js';
 
 const USAGE = `Usage: auth-service <command>
 
 Commands:
-  migrate   apply pending database migrations and exit (DATABASE_URL, or the embedded database in DATA_DIR)
+  migrate        apply pending database migrations and exit (DATABASE_URL, or the embedded database in DATA_DIR)
+  keys generate  write a new RSA signing key pair [--out DIR] [--bits N]; see "auth-service keys generate --help"
 `;
 
 /** `auth-service migrate`: applies pending migrations (decisions.md §1) and reports the schema version. */
@@ -31,6 +33,13 @@ async function cli(argv: string[]): Promise<number> {
   if (command === 'migrate') {
     await runMigrate();
     return 0;
+  }
+  if (command === 'keys') {
+    return runKeysCommand(argv.slice(1), {
+      env: process.env,
+      stdout: (text) => process.stdout.write(text),
+      stderr: (text) => process.stderr.write(text),
+    });
   }
   if (command === undefined || command === '--help' || command === '-h' || command === 'help') {
     process.stdout.write(USAGE);

@@ -51,6 +51,20 @@ export interface Config {
   readonly corsOrigins: readonly string[];
   readonly logLevel: LogLevel;
   readonly argon2: Argon2Params;
+  /** Requests allowed per window; 0 disables a limit (see {@link RateLimitSettings}). */
+  readonly rateLimits: RateLimitSettings;
+}
+
+/** Limits of issue 3 point 1, per fixed window; windows are fixed in rate-limits.rules.ts. */
+export interface RateLimitSettings {
+  /** Failed sign-ins per identifier (username, email or phone) per 15 minutes. */
+  readonly signInPerIdentifier: number;
+  /** Failed sign-ins per client IP per 15 minutes. */
+  readonly signInPerIp: number;
+  /** Sign-ups per client IP per hour. */
+  readonly signUpPerIp: number;
+  /** Failed email verifications per address per 15 minutes (on top of 5 per code). */
+  readonly verifyPerAddress: number;
 }
 
 /** OWASP Password Storage Cheat Sheet, argon2id first configuration; also the lowest accepted values. */
@@ -71,6 +85,8 @@ const MIN_SESSION_TTL = 60;
 const MAX_SESSION_TTL = 365 * ONE_DAY;
 const DEFAULT_CODE_TTL = 900;
 const MIN_CODE_TTL = 60;
+/** Refresh grace window off by default: the spec's strict rule (spec §5 rule 4). */
+const DEFAULT_REFRESH_GRACE = 0;
 /** Longest refresh grace window accepted: one JWKS cache lifetime is far beyond two racing tabs. */
 const MAX_REFRESH_GRACE = 300;
 /** argon2id upper bounds: 4 GiB of memory, 100 passes, 16 lanes (beyond them a sign-in takes seconds). */
@@ -78,6 +94,12 @@ const MAX_ARGON2_MEMORY_KIB = 4 * 1024 * 1024;
 const MAX_ARGON2_TIME_COST = 100;
 const MAX_ARGON2_PARALLELISM = 16;
 const MAX_PORT = 65535;
+/** Rate-limit defaults (issue 3): 10 failures per identifier and 50 per IP in 15 minutes (OWASP ASVS 5.0 V6.3.1 suggests at most 100 failed attempts per hour per account). */
+const DEFAULT_SIGN_IN_PER_IDENTIFIER = 10;
+const DEFAULT_SIGN_IN_PER_IP = 50;
+const DEFAULT_SIGN_UP_PER_IP = 20;
+const DEFAULT_VERIFY_PER_ADDRESS = 20;
+const MAX_RATE_LIMIT = 1_000_000;
 
 export const DEFAULT_JWT_ISSUER = 'auth-service';
 export const DEFAULT_JWT_AUDIENCE = 'auth-service';
@@ -197,10 +219,9 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>>): C
     if (problem !== undefined) problems.push(`JWT_PUBLIC_KEY_FILES: ${problem}`);
   }
 
-  const refreshReuseGraceSeconds = int('REFRESH_REUSE_GRACE_SECONDS', 0, 0, MAX_REFRESH_GRACE);
-  if (refreshReuseGraceSeconds > 0) {
-    problems.push('REFRESH_REUSE_GRACE_SECONDS: only 0 (strict reuse detection) is supported in this version');
-  }
+  // decisions.md §5: 0 is the spec's strict reuse rule; above 0 the live token's parent may be
+  // presented again within this many seconds of its rotation (two tabs refreshing at once).
+  const refreshReuseGraceSeconds = int('REFRESH_REUSE_GRACE_SECONDS', DEFAULT_REFRESH_GRACE, 0, MAX_REFRESH_GRACE);
 
   const config: Config = {
     host: str('HOST') ?? '127.0.0.1',
@@ -227,6 +248,12 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>>): C
       memoryCost: int('ARGON2_MEMORY_KIB', OWASP_ARGON2_MINIMUM.memoryCost, OWASP_ARGON2_MINIMUM.memoryCost, MAX_ARGON2_MEMORY_KIB),
       timeCost: int('ARGON2_TIME_COST', OWASP_ARGON2_MINIMUM.timeCost, OWASP_ARGON2_MINIMUM.timeCost, MAX_ARGON2_TIME_COST),
       parallelism: int('ARGON2_PARALLELISM', OWASP_ARGON2_MINIMUM.parallelism, 1, MAX_ARGON2_PARALLELISM),
+    },
+    rateLimits: {
+      signInPerIdentifier: int('RATE_LIMIT_SIGN_IN_PER_IDENTIFIER', DEFAULT_SIGN_IN_PER_IDENTIFIER, 0, MAX_RATE_LIMIT),
+      signInPerIp: int('RATE_LIMIT_SIGN_IN_PER_IP', DEFAULT_SIGN_IN_PER_IP, 0, MAX_RATE_LIMIT),
+      signUpPerIp: int('RATE_LIMIT_SIGN_UP_PER_IP', DEFAULT_SIGN_UP_PER_IP, 0, MAX_RATE_LIMIT),
+      verifyPerAddress: int('RATE_LIMIT_VERIFY_PER_ADDRESS', DEFAULT_VERIFY_PER_ADDRESS, 0, MAX_RATE_LIMIT),
     },
   };
   if (problems.length > 0) throw new ConfigError(problems);

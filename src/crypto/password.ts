@@ -18,7 +18,7 @@ export function normalizePassword(password: string): string | undefined {
   return length >= PASSWORD_MIN_CODE_POINTS && length <= PASSWORD_MAX_CODE_POINTS ? normalized : undefined;
 }
 
-/** Hashes and verifies passwords with argon2id. */
+/** Hashes and verifies passwords with argon2id, and tells which stored hashes are due for an upgrade. */
 export interface PasswordHasher {
   /** @returns a PHC string (`$argon2id$v=19$m=..,t=..,p=..$salt$hash`) with a fresh random salt. */
   hash(password: string): Promise<string>;
@@ -29,6 +29,53 @@ export interface PasswordHasher {
    * Used for unknown users so timing does not reveal who exists (ASVS 5.0 V6.3; Better Auth's dummy hash).
    */
   verifyDummy(password: string): Promise<void>;
+  /**
+   * Whether a stored PHC string should be replaced by a fresh hash with the current parameters:
+   * true when its algorithm is not argon2id, its version is not 1.3 (`v=19`), its `m`, `t` or `p`
+   * is below the configured one, or it cannot be parsed. Call it only after {@link verify}
+   * succeeded, since the new hash needs the plaintext (issue 3 point 3; OWASP Password Storage
+   * Cheat Sheet: the work factor is raised over time and hashes are upgraded at the next login).
+   * Never throws; costs no hashing.
+   */
+  needsRehash(phc: string): boolean;
+}
+
+/** argon2 version 1.3 (0x13), the only one @node-rs/argon2 writes (RFC 9106 §3.1). */
+const ARGON2_VERSION_1_3 = 19;
+
+/** The header of an argon2 PHC string, as far as {@link PasswordHasher.needsRehash} needs it. */
+interface Argon2PhcHeader {
+  readonly algorithm: string;
+  readonly version: number;
+  readonly memoryCost: number;
+  readonly timeCost: number;
+  readonly parallelism: number;
+}
+
+/**
+ * `$<algorithm>$v=<version>$<params>$<salt>$<hash>` (PHC string format as the argon2 reference
+ * implementation writes it); salt and hash are unpadded base64.
+ */
+const ARGON2_PHC = /^\$(argon2(?:id|i|d))\$v=(\d{1,10})\$([a-z]+=[^$,]+(?:,[a-z]+=[^$,]+)*)\$[A-Za-z0-9+/]+\$[A-Za-z0-9+/]+$/;
+
+/**
+ * Parses the algorithm, version and `m` (KiB), `t` (passes), `p` (lanes) of an argon2 PHC
+ * string. Parameters may come in any order; others (`keyid`, `data`) are ignored.
+ * @returns undefined when the string is not such a PHC string or lacks m, t or p.
+ */
+function parseArgon2Phc(phc: string): Argon2PhcHeader | undefined {
+  const match = ARGON2_PHC.exec(phc);
+  if (match === null) return undefined;
+  const params = new Map<string, number>();
+  for (const pair of match[3]!.split(',')) {
+    const [key, value] = pair.split('=') as [string, string];
+    if (/^\d{1,10}$/.test(value)) params.set(key, Number(value));
+  }
+  const memoryCost = params.get('m');
+  const timeCost = params.get('t');
+  const parallelism = params.get('p');
+  if (memoryCost === undefined || timeCost === undefined || parallelism === undefined) return undefined;
+  return { algorithm: match[1]!, version: Number(match[2]), memoryCost, timeCost, parallelism };
 }
 
 /**
@@ -51,6 +98,17 @@ export async function createPasswordHasher(params: Argon2Params): Promise<Passwo
     verify: verifyPassword,
     async verifyDummy(password: string): Promise<void> {
       await verifyPassword(dummyHash, password);
+    },
+    needsRehash(phc: string): boolean {
+      const header = parseArgon2Phc(phc);
+      return (
+        header === undefined ||
+        header.algorithm !== 'argon2id' ||
+        header.version !== ARGON2_VERSION_1_3 ||
+        header.memoryCost < params.memoryCost ||
+        header.timeCost < params.timeCost ||
+        header.parallelism < params.parallelism
+      );
     },
   };
 }

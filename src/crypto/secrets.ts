@@ -1,7 +1,7 @@
 import { createHash, createHmac, randomBytes, randomInt, timingSafeEqual } from 'node:crypto';
 
 /** Refresh token entropy: 32 bytes = 256 bits (decisions.md §4). */
-const REFRESH_TOKEN_BYTES = 32;
+export const REFRESH_TOKEN_BYTES = 32;
 
 /** An opaque random refresh token: 256 bits from the CSPRNG, base64url (43 characters). */
 export function newRefreshToken(): string {

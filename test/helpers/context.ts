@@ -48,6 +48,12 @@ export async function createTestContext(env: Record<string, string> = {}): Promi
     SMTP_FROM: 'auth@example.test',
     SMTP_FROM_NAME: 'Auth Test',
     LOG_LEVEL: 'info',
+    // Every test signs up and fails sign-ins from 127.0.0.1; the limits are off unless a test
+    // sets them (test/http/rate-limits.test.ts does).
+    RATE_LIMIT_SIGN_IN_PER_IDENTIFIER: '0',
+    RATE_LIMIT_SIGN_IN_PER_IP: '0',
+    RATE_LIMIT_SIGN_UP_PER_IP: '0',
+    RATE_LIMIT_VERIFY_PER_ADDRESS: '0',
     ...env,
   });
   const clock = new TestClock();

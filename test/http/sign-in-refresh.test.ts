@@ -287,9 +287,9 @@ describe('POST /auth/v0/refresh', () => {
     const { rows } = await ctx.db.query<{ revoked_at: Date | null }>('SELECT revoked_at FROM sessions WHERE id = $1', [s.sessionId]);
     expect(rows[0]!.revoked_at).not.toBeNull();
 
-    const warning = ctx.logs.find((l) => l.event === 'refresh_token_reuse' && l.sessionId === s.sessionId);
+    const warning = ctx.logs.find((l) => l.event === 'refresh_token.reused' && l.sessionId === s.sessionId);
     expect(warning).toBeDefined();
-    expect(warning).toMatchObject({ level: 40, event: 'refresh_token_reuse', sessionId: s.sessionId, userId: user.id });
+    expect(warning).toMatchObject({ level: 40, securityEvent: true, event: 'refresh_token.reused', sessionId: s.sessionId, userId: user.id, ip: '127.0.0.1' });
     for (const line of ctx.rawLogs) {
       expect(line).not.toContain(t1);
       expect(line).not.toContain(t2);

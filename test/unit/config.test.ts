@@ -58,7 +58,7 @@ describe('loadConfig (decisions.md §2)', () => {
         CORS_ORIGINS: '*',
         TRUST_PROXY: 'maybe',
         ARGON2_MEMORY_KIB: '1024',
-        REFRESH_REUSE_GRACE_SECONDS: '10',
+        REFRESH_REUSE_GRACE_SECONDS: '301',
         SMTP_PASSWORD_FILE: '/nonexistent/file',
       });
     } catch (err) {

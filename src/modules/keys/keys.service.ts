@@ -102,9 +102,18 @@ function assertRsa(key: KeyObject, source: string): void {
   if (problem !== undefined) throw new Error(problem);
 }
 
+/**
+ * The `kid` of a public key: its RFC 7638 JWK thumbprint (SHA-256, base64url, 43 characters).
+ * The JWKS, the access-token header and `keys generate` all name a key by this value, so an
+ * operator can match a key file to the JWKS entry.
+ */
+export async function kidOf(publicKey: KeyObject): Promise<string> {
+  return calculateJwkThumbprint(await exportJWK(publicKey), 'sha256');
+}
+
 async function toVerificationKey(key: KeyObject): Promise<{ vk: VerificationKey; jwk: Record<string, unknown> }> {
   const jwk = await exportJWK(key);
-  const kid = await calculateJwkThumbprint(jwk, 'sha256');
+  const kid = await kidOf(key);
   return { vk: { kid, key }, jwk: { kty: jwk.kty, kid, use: 'sig', alg: 'RS256', n: jwk.n, e: jwk.e } };
 }
 

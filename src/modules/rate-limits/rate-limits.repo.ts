@@ -23,3 +23,17 @@ export async function hitWindow(q: Queryable, key: string, windowSeconds: number
   const row = rows[0]!;
   return { hits: row.hits, windowStart: row.window_start };
 }
+
+/** Takes back one hit from the current window of `key` (a request that turned out legitimate). */
+export async function forgiveHit(q: Queryable, key: string): Promise<void> {
+  await q.query('UPDATE rate_limits SET hits = hits - 1 WHERE key = $1 AND hits > 0', [key]);
+}
+
+/**
+ * Deletes windows that started before `before` (none of them can still count).
+ * @returns how many rows were deleted.
+ */
+export async function purgeWindows(q: Queryable, before: Date): Promise<number> {
+  const { rowCount } = await q.query('DELETE FROM rate_limits WHERE window_start < $1', [before]);
+  return rowCount;
+}

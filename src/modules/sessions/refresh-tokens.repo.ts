@@ -5,9 +5,21 @@ export interface LockedRefreshToken {
   id: string;
   session_id: string;
   user_id: string;
+  /** When the token was replaced; written once by {@link markRotated}, never updated after. */
   rotated_at: Date | null;
+  /** The successor sealed under this token (grace window only, `sealSuccessor`); null otherwise. */
+  successor_ciphertext: string | null;
   session_revoked_at: Date | null;
   session_expires_at: Date;
+}
+
+/** The direct successor of a token: the token inserted when it was rotated. */
+export interface SuccessorToken {
+  id: string;
+  /** SHA-256 of the token, base64url. */
+  token_hash: string;
+  /** null while it is the family's live token. */
+  rotated_at: Date | null;
 }
 
 /** Stores a refresh token by its SHA-256 hash; `parentId` links it to the token it replaced. */
@@ -28,7 +40,7 @@ export async function insertRefreshToken(
  */
 export async function lockRefreshToken(q: Queryable, tokenHash: string): Promise<LockedRefreshToken | undefined> {
   const { rows } = await q.query<LockedRefreshToken>(
-    `SELECT rt.id, rt.session_id, s.user_id, rt.rotated_at,
+    `SELECT rt.id, rt.session_id, s.user_id, rt.rotated_at, rt.successor_ciphertext,
             s.revoked_at AS session_revoked_at, s.expires_at AS session_expires_at
        FROM refresh_tokens rt JOIN sessions s ON s.id = rt.session_id
       WHERE rt.token_hash = $1
@@ -39,13 +51,30 @@ export async function lockRefreshToken(q: Queryable, tokenHash: string): Promise
 }
 
 /**
- * Marks a token rotated (replaced) if it is still live. Guarded, so of two callers only one wins.
+ * Marks a token rotated (replaced) if it is still live. Guarded, so of two callers only one wins,
+ * and `rotated_at` is written once: the grace window (decisions.md §5) is measured from it.
+ * @param successorCiphertext the successor sealed under this token (grace window enabled), or
+ *   null to store nothing (strict rule).
  * @returns true when this call rotated it.
  */
-export async function markRotated(q: Queryable, tokenId: string, now: Date): Promise<boolean> {
+export async function markRotated(q: Queryable, tokenId: string, now: Date, successorCiphertext: string | null): Promise<boolean> {
   const { rowCount } = await q.query(
-    'UPDATE refresh_tokens SET rotated_at = $2 WHERE id = $1 AND rotated_at IS NULL',
-    [tokenId, now],
+    'UPDATE refresh_tokens SET rotated_at = $2, successor_ciphertext = $3 WHERE id = $1 AND rotated_at IS NULL',
+    [tokenId, now, successorCiphertext],
   );
   return rowCount === 1;
+}
+
+/**
+ * The direct successor (child) of token `parentId`; at most one exists (unique index
+ * `refresh_tokens_one_successor`). Not locked: callers hold the family's session row lock
+ * from {@link lockRefreshToken}, which every rotation of the family also takes.
+ * @returns undefined when the token was never rotated.
+ */
+export async function findSuccessor(q: Queryable, parentId: string): Promise<SuccessorToken | undefined> {
+  const { rows } = await q.query<SuccessorToken>(
+    'SELECT id, token_hash, rotated_at FROM refresh_tokens WHERE parent_id = $1',
+    [parentId],
+  );
+  return rows[0];
 }

@@ -1,6 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from '@sinclair/typebox';
 import { errorResponses } from '../../errors.js';
+import { securityEvent } from '../audit/security-events.js';
 import { bearerAuth, callerOf } from '../../plugins/authenticate.js';
 import { toUser } from '../users/users.schemas.js';
 import { clearRefreshCookie, REFRESH_COOKIE, setRefreshCookie } from './refresh-cookie.js';
@@ -27,7 +28,7 @@ export function sessionsRoutes(deps: { sessions: SessionsService }): FastifyPlug
         schema: {
           summary: 'Sign in; sets the refresh cookie',
           body: SignInRequestSchema,
-          response: { 200: SignInResponseSchema, ...errorResponses(400, 401, 403) },
+          response: { 200: SignInResponseSchema, ...errorResponses(400, 401, 403, 429) },
         },
       },
       async (request, reply) => {
@@ -50,7 +51,7 @@ export function sessionsRoutes(deps: { sessions: SessionsService }): FastifyPlug
         },
       },
       async (request, reply) => {
-        const issued = await sessions.refresh(request.cookies[REFRESH_COOKIE]);
+        const issued = await sessions.refresh(request.cookies[REFRESH_COOKIE], { ip: request.ip });
         setRefreshCookie(reply, issued.refreshToken, issued.refreshMaxAgeSeconds);
         return { tokens: { access_token: issued.accessToken }, session_id: issued.sessionId };
       },
@@ -67,7 +68,9 @@ export function sessionsRoutes(deps: { sessions: SessionsService }): FastifyPlug
         },
       },
       async (request, reply) => {
-        await sessions.logout(callerOf(request));
+        const caller = callerOf(request);
+        await sessions.logout(caller);
+        securityEvent(request.log, 'session.revoked', { userId: caller.user.id, sessionId: caller.session.id, ip: request.ip, reason: 'logout' });
         clearRefreshCookie(reply);
         return reply.code(204).send(null);
       },
@@ -101,7 +104,9 @@ export function sessionsRoutes(deps: { sessions: SessionsService }): FastifyPlug
         },
       },
       async (request, reply) => {
-        await sessions.revokeAll(callerOf(request));
+        const caller = callerOf(request);
+        const count = await sessions.revokeAll(caller);
+        securityEvent(request.log, 'session.revoked', { userId: caller.user.id, sessionId: caller.session.id, ip: request.ip, reason: 'revoke_all', count });
         clearRefreshCookie(reply);
         return reply.code(204).send(null);
       },
@@ -119,7 +124,9 @@ export function sessionsRoutes(deps: { sessions: SessionsService }): FastifyPlug
         },
       },
       async (request, reply) => {
-        await sessions.revokeOne(callerOf(request), request.params.session_id);
+        const caller = callerOf(request);
+        await sessions.revokeOne(caller, request.params.session_id);
+        securityEvent(request.log, 'session.revoked', { userId: caller.user.id, sessionId: request.params.session_id, ip: request.ip, reason: 'revoked_by_user' });
         return reply.code(204).send(null);
       },
     );

@@ -1,14 +1,18 @@
 import { randomUUID } from 'node:crypto';
 import type { FastifyBaseLogger } from 'fastify';
 import type { Clock } from '../../clock.js';
-import type { Db } from '../../db/db.js';
+import type { Db, Queryable } from '../../db/db.js';
 import { AppError } from '../../errors.js';
 import type { PasswordHasher } from '../../crypto/password.js';
 import { newRefreshToken, sha256 } from '../../crypto/secrets.js';
 import { UUID_PATTERN, type AccessTokenService } from '../tokens/access-token.service.js';
 import { normalizeEmail, normalizePhone, normalizeUsername } from '../users/identifiers.js';
-import { findUsersByIdentifiers, lockUnchangedPassword, type UserRow } from '../users/users.repo.js';
-import { insertRefreshToken, lockRefreshToken, markRotated } from './refresh-tokens.repo.js';
+import { findUserById, findUsersByIdentifiers, lockUnchangedPassword, upgradePasswordHash, type UserRow } from '../users/users.repo.js';
+import { securityEvent } from '../audit/security-events.js';
+import type { RateLimitRules } from '../rate-limits/rate-limits.rules.js';
+import type { RateLimiter } from '../rate-limits/rate-limits.service.js';
+import { liveTokenWithinGrace, successorCiphertextFor } from './refresh-grace.js';
+import { insertRefreshToken, lockRefreshToken, markRotated, type LockedRefreshToken } from './refresh-tokens.repo.js';
 import {
   findActiveSessionWithUser,
   findSessionOwner,
@@ -57,6 +61,10 @@ export interface SessionsDeps {
   readonly hasher: PasswordHasher;
   readonly accessTokens: AccessTokenService;
   readonly sessionTtlSeconds: number;
+  /** `REFRESH_REUSE_GRACE_SECONDS` (0 to 300): 0 is the strict reuse rule (decisions.md §5). */
+  readonly refreshReuseGraceSeconds: number;
+  readonly limiter: RateLimiter;
+  readonly rules: Pick<RateLimitRules, 'signInPerIdentifier' | 'signInPerIp'>;
   readonly log: FastifyBaseLogger;
 }
 
@@ -66,18 +74,23 @@ export interface SessionsService {
    * Signs a user in: every given identifier must name the same user (decisions.md §5); unknown
    * users cost the same argon2id verification as known ones. Creates a device, a session (the
    * refresh token family) and its first refresh token in one transaction.
+   * Failed attempts count per identifier and per client IP (issue 3 point 1).
    * @throws AppError `auth.invalid_credentials` (401), `auth.email_not_verified` (403, only
-   *   after the password was right, so it reveals nothing to a guesser).
+   *   after the password was right, so it reveals nothing to a guesser),
+   *   `auth.sign_in.too_many_attempts` (429, Retry-After).
    */
   signIn(input: { username?: string; email?: string; phone?: string; password: string }, client: ClientContext): Promise<IssuedTokens & { user: UserRow }>;
   /**
    * Rotates a refresh token (decisions.md §5): locks its row and session, rejects a revoked or
    * expired session, marks the token rotated, inserts its successor and signs an access token,
    * all in one transaction. A rotated token presented again is reuse: the session is revoked
-   * (that revocation commits), a warning is logged, and the call fails.
+   * (that revocation commits), a warning is logged, and the call fails. Exception, with
+   * `refreshReuseGraceSeconds` > 0: the immediate parent of the live token, presented within
+   * that many seconds of its rotation, gets the same live token back (see refresh-grace.ts);
+   * no second live token is ever created.
    * @throws AppError `auth.missing_refresh_token`, `auth.invalid_refresh_token`, `auth.refresh_token_reused` (401).
    */
-  refresh(refreshToken: string | undefined): Promise<IssuedTokens>;
+  refresh(refreshToken: string | undefined, client: Pick<ClientContext, 'ip'>): Promise<IssuedTokens>;
   /**
    * Checks a Bearer access token (spec §1 rule 3): signature and claims, then the session row,
    * which must exist, belong to `sub`, and be unrevoked and unexpired. Updates `last_used_at`
@@ -89,8 +102,8 @@ export interface SessionsService {
   logout(auth: Authenticated): Promise<void>;
   /** Active sessions of the caller, oldest first. */
   list(auth: Authenticated): Promise<SessionRow[]>;
-  /** Revokes every session of the caller. */
-  revokeAll(auth: Authenticated): Promise<void>;
+  /** Revokes every session of the caller. @returns how many sessions this call revoked. */
+  revokeAll(auth: Authenticated): Promise<number>;
   /**
    * Revokes one session of the caller; an already revoked one answers success.
    * @throws AppError `auth.session_not_found` (404; also for a non-UUID id), `auth.session_forbidden` (403).
@@ -103,79 +116,157 @@ const BEARER = /^Bearer +([A-Za-z0-9\-._~+/]+=*) *$/i;
 
 /** Builds the {@link SessionsService}: sign-in, rotation, Bearer checks and session management. */
 export function createSessionsService(deps: SessionsDeps): SessionsService {
-  const { db, clock, hasher, accessTokens, sessionTtlSeconds, log } = deps;
+  const { db, clock, hasher, accessTokens, sessionTtlSeconds, limiter, rules, log } = deps;
+
+  /**
+   * Counts a sign-in attempt against every given identifier and the client IP (issue 3 point 1).
+   * Known and unknown identifiers count alike, so a lock reveals nothing; a right password
+   * takes its count back (see {@link forgiveSignIn}), so only failures add up.
+   * @throws AppError `auth.sign_in.too_many_attempts` (429) with Retry-After.
+   */
+  const enforceSignInLimits = async (subjects: string[], ip: string | null): Promise<void> => {
+    const verdicts = await Promise.all([
+      ...subjects.map((s) => limiter.hit(rules.signInPerIdentifier, s)),
+      ...(ip === null ? [] : [limiter.hit(rules.signInPerIp, ip)]),
+    ]);
+    const refused = verdicts.flatMap((v) => (v.allowed ? [] : [v.retryAfterSeconds]));
+    if (refused.length === 0) return;
+    securityEvent(log, 'sign_in.locked', { ip });
+    throw new AppError('auth.sign_in.too_many_attempts', { headers: { 'retry-after': String(Math.max(...refused)) } });
+  };
+  const forgiveSignIn = async (subjects: string[], ip: string | null): Promise<void> => {
+    await Promise.all([
+      ...subjects.map((s) => limiter.forgive(rules.signInPerIdentifier, s)),
+      ...(ip === null ? [] : [limiter.forgive(rules.signInPerIp, ip)]),
+    ]);
+  };
+
+  /**
+   * Re-hashes a password whose stored argon2id parameters are below the configured ones (issue 3
+   * point 3; OWASP Password Storage Cheat Sheet: upgrade at the next login). Runs after the
+   * sign-in answered, so the sign-in does not pay for a second hash; a parallel change wins.
+   */
+  const upgradeHashInBackground = (userId: string, expectedHash: string, password: string): void => {
+    void (async () => {
+      const newHash = await hasher.hash(password);
+      if (await upgradePasswordHash(db, userId, { expectedHash, newHash }, clock.now())) {
+        log.info({ userId }, 'password hash upgraded to the configured argon2id parameters');
+      }
+    })().catch((err: unknown) => log.warn({ err, userId }, 'password hash upgrade failed'));
+  };
+
+  /** The one user every given identifier names, or undefined (decisions.md §5). */
+  const findSignInUser = async (ids: { username?: string | undefined; email?: string | undefined; phone?: string | undefined }): Promise<UserRow | undefined> => {
+    // A username outside the stored form names nobody: skip the query (the caller keeps the dummy-hash timing).
+    if (ids.username !== undefined && !STORED_USERNAME.test(ids.username)) return undefined;
+    const candidates = await findUsersByIdentifiers(db, ids);
+    const [only] = candidates;
+    if (candidates.length !== 1 || only === undefined) return undefined;
+    const matches =
+      (ids.username === undefined || only.username === ids.username) &&
+      (ids.email === undefined || only.email === ids.email) &&
+      (ids.phone === undefined || only.phone === ids.phone);
+    return matches ? only : undefined;
+  };
+  const { refreshReuseGraceSeconds } = deps;
 
   const secondsUntil = (when: Date, now: Date): number => Math.max(0, Math.floor((when.getTime() - now.getTime()) / 1000));
+
+  /**
+   * The end of a successful refresh, inside its transaction: records the use of the session and
+   * signs an access token for the family of `token`; `refreshToken` goes into the cookie.
+   */
+  const finishRefresh = async (tx: Queryable, token: LockedRefreshToken, refreshToken: string, now: Date): Promise<IssuedTokens> => {
+    await touchSession(tx, token.session_id, now);
+    const accessToken = await accessTokens.sign({ userId: token.user_id, sessionId: token.session_id });
+    return { sessionId: token.session_id, accessToken, refreshToken, refreshMaxAgeSeconds: secondsUntil(token.session_expires_at, now) };
+  };
 
   return {
     async signIn(input, client) {
       const username = input.username === undefined ? undefined : normalizeUsername(input.username);
       const email = input.email === undefined ? undefined : normalizeEmail(input.email);
       // A phone that cannot be normalised matches nobody; it is still a credentials failure.
-      const phone = input.phone === undefined ? undefined : (normalizePhone(input.phone) ?? '');
-      // A username outside the stored form names nobody: skip the query, keep the dummy-hash timing.
-      const possible = username === undefined || STORED_USERNAME.test(username);
-      const candidates = possible ? await findUsersByIdentifiers(db, { username, email, phone }) : [];
-      const user =
-        candidates.length === 1 &&
-        (username === undefined || candidates[0]!.username === username) &&
-        (email === undefined || candidates[0]!.email === email) &&
-        (phone === undefined || candidates[0]!.phone === phone)
-          ? candidates[0]
-          : undefined;
+      const phone = input.phone === undefined ? undefined : (normalizePhone(input.phone) ?? input.phone);
+      const subjects = [
+        ...(username === undefined ? [] : [`username:${username}`]),
+        ...(email === undefined ? [] : [`email:${email}`]),
+        ...(phone === undefined ? [] : [`phone:${phone}`]),
+      ];
+      await enforceSignInLimits(subjects, client.ip);
+      const user = await findSignInUser({ username, email, phone });
       const password = input.password.normalize('NFKC');
-      if (user === undefined) {
-        await hasher.verifyDummy(password);
+      // Unknown users cost one argon2id verification too, so timing does not reveal who exists.
+      const passwordOk = user === undefined ? (await hasher.verifyDummy(password), false) : await hasher.verify(user.password_hash, password);
+      if (user === undefined || !passwordOk) {
+        securityEvent(log, 'sign_in.failed', { userId: user?.id, ip: client.ip, reason: user === undefined ? 'unknown_identifier' : 'wrong_password' });
         throw new AppError('auth.invalid_credentials');
       }
-      if (!(await hasher.verify(user.password_hash, password))) throw new AppError('auth.invalid_credentials');
-      if (user.email !== null && !user.is_email_verified) throw new AppError('auth.email_not_verified');
+      await forgiveSignIn(subjects, client.ip);
+      if (user.email !== null && !user.is_email_verified) {
+        securityEvent(log, 'sign_in.failed', { userId: user.id, ip: client.ip, reason: 'email_not_verified' });
+        throw new AppError('auth.email_not_verified');
+      }
 
       const now = clock.now();
       const sessionId = randomUUID();
       const refreshToken = newRefreshToken();
       const expiresAt = new Date(now.getTime() + sessionTtlSeconds * 1000);
       const userAgent = client.userAgent === null ? null : client.userAgent.slice(0, MAX_USER_AGENT_LENGTH);
-      const created = await db.transaction(async (tx) => {
-        if (!(await lockUnchangedPassword(tx, user.id, user.password_hash))) return false;
-        await insertDeviceAndSession(tx, { sessionId, deviceId: randomUUID(), userId: user.id, ip: client.ip, userAgent, now, expiresAt });
-        await insertRefreshToken(tx, { id: randomUUID(), sessionId, tokenHash: sha256(refreshToken), parentId: null, now });
-        return true;
-      });
-      // The password changed between the check and the session: the old password is no longer valid.
-      if (!created) throw new AppError('auth.invalid_credentials');
+      const createSession = (checkedHash: string): Promise<boolean> =>
+        db.transaction(async (tx) => {
+          if (!(await lockUnchangedPassword(tx, user.id, checkedHash))) return false;
+          await insertDeviceAndSession(tx, { sessionId, deviceId: randomUUID(), userId: user.id, ip: client.ip, userAgent, now, expiresAt });
+          await insertRefreshToken(tx, { id: randomUUID(), sessionId, tokenHash: sha256(refreshToken), parentId: null, now });
+          return true;
+        });
+      let storedHash = user.password_hash;
+      if (!(await createSession(storedHash))) {
+        // The hash changed since it was checked: a password change (the old password no longer
+        // works) or a parameter upgrade by a parallel sign-in (it still does). Check once more.
+        const fresh = await findUserById(db, user.id);
+        if (fresh === undefined || !(await hasher.verify(fresh.password_hash, password)) || !(await createSession(fresh.password_hash))) {
+          throw new AppError('auth.invalid_credentials');
+        }
+        storedHash = fresh.password_hash;
+      }
+      if (hasher.needsRehash(storedHash)) upgradeHashInBackground(user.id, storedHash, password);
       const accessToken = await accessTokens.sign({ userId: user.id, sessionId });
+      securityEvent(log, 'sign_in.succeeded', { userId: user.id, sessionId, ip: client.ip });
       return { user, sessionId, accessToken, refreshToken, refreshMaxAgeSeconds: sessionTtlSeconds };
     },
 
-    async refresh(presented) {
+    async refresh(presented, client) {
       if (presented === undefined || presented === '') throw new AppError('auth.missing_refresh_token');
       if (!REFRESH_TOKEN_FORMAT.test(presented)) throw new AppError('auth.invalid_refresh_token');
       const now = clock.now();
       const outcome = await db.transaction(async (tx) => {
         const token = await lockRefreshToken(tx, sha256(presented));
         if (token === undefined) return { kind: 'invalid' } as const;
+        const family = { sessionId: token.session_id, userId: token.user_id };
         if (token.rotated_at !== null) {
+          // decisions.md §5 grace window: the live token's immediate parent, shortly after its
+          // rotation, gets that same live token back. Everything else rotated is reuse.
+          const live = await liveTokenWithinGrace(tx, token, presented, { graceSeconds: refreshReuseGraceSeconds, now });
+          if (live !== undefined) return { kind: 'replayed', ...family, tokens: await finishRefresh(tx, token, live, now) } as const;
           await revokeSession(tx, token.session_id, 'refresh_token_reuse', now);
-          return { kind: 'reused', sessionId: token.session_id, userId: token.user_id } as const;
+          return { kind: 'reused', ...family } as const;
         }
         if (token.session_revoked_at !== null || token.session_expires_at <= now) return { kind: 'invalid' } as const;
-        await markRotated(tx, token.id, now);
         const refreshToken = newRefreshToken();
+        await markRotated(tx, token.id, now, successorCiphertextFor(refreshReuseGraceSeconds, presented, refreshToken));
         await insertRefreshToken(tx, { id: randomUUID(), sessionId: token.session_id, tokenHash: sha256(refreshToken), parentId: token.id, now });
-        await touchSession(tx, token.session_id, now);
-        const accessToken = await accessTokens.sign({ userId: token.user_id, sessionId: token.session_id });
-        return {
-          kind: 'rotated',
-          tokens: { sessionId: token.session_id, accessToken, refreshToken, refreshMaxAgeSeconds: secondsUntil(token.session_expires_at, now) },
-        } as const;
+        return { kind: 'rotated', tokens: await finishRefresh(tx, token, refreshToken, now) } as const;
       });
       switch (outcome.kind) {
         case 'rotated':
           return outcome.tokens;
+        case 'replayed':
+          log.info({ event: 'refresh_token_grace_replay', sessionId: outcome.sessionId, userId: outcome.userId }, 'parent refresh token presented within the grace window; live token returned');
+          return outcome.tokens;
         case 'reused':
           // Spec §1 rule 4 / §3: reuse is an operational signal. Never log the token itself.
-          log.warn({ event: 'refresh_token_reuse', sessionId: outcome.sessionId, userId: outcome.userId }, 'refresh token reuse detected; session revoked');
+          securityEvent(log, 'refresh_token.reused', { sessionId: outcome.sessionId, userId: outcome.userId, ip: client.ip, reason: 'session revoked' });
           throw new AppError('auth.refresh_token_reused');
         case 'invalid':
           throw new AppError('auth.invalid_refresh_token');
@@ -207,7 +298,7 @@ export function createSessionsService(deps: SessionsDeps): SessionsService {
     },
 
     async revokeAll(auth) {
-      await revokeAllSessions(db, auth.user.id, 'revoke_all', clock.now());
+      return revokeAllSessions(db, auth.user.id, 'revoke_all', clock.now());
     },
 
     async revokeOne(auth, sessionId) {

@@ -119,6 +119,29 @@ export async function replacePasswordHash(
 }
 
 /**
+ * Stores a re-hash of the user's unchanged password (made because
+ * `PasswordHasher.needsRehash` said the stored one has weaker argon2id parameters than
+ * configured), only if the stored hash is still `expectedHash`: a parallel password change or
+ * another upgrade wins, and this one is then simply dropped. Unlike a password change it revokes
+ * nothing, since the password is the same (issue 3 point 3).
+ *
+ * Make the new hash outside any transaction (argon2id must not run while row locks are held),
+ * for example after the sign-in transaction committed. Note for the caller: a parallel sign-in
+ * that verified the old hash then finds it changed in {@link lockUnchangedPassword}; it should
+ * re-read the hash and verify once more rather than answer 401, since an upgrade is not a
+ * password change.
+ * @returns true when this call replaced the hash; false is not an error.
+ */
+export async function upgradePasswordHash(
+  q: Queryable,
+  userId: string,
+  upgrade: { expectedHash: string; newHash: string },
+  now: Date,
+): Promise<boolean> {
+  return replacePasswordHash(q, userId, upgrade, now);
+}
+
+/**
  * Marks the email verified if the user still has that email.
  * @returns true when the flag changed from false to true.
  */

@@ -1,6 +1,8 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from '@sinclair/typebox';
-import { errorResponses } from '../../errors.js';
+import { AppError, errorResponses } from '../../errors.js';
+import { securityEvent } from '../audit/security-events.js';
+import type { RateLimiter, RateLimitRule } from '../rate-limits/rate-limits.service.js';
 import { bearerAuth, callerOf } from '../../plugins/authenticate.js';
 import { MeResponseSchema } from '../sessions/sessions.schemas.js';
 import type { SessionsService } from '../sessions/sessions.service.js';
@@ -9,8 +11,13 @@ import { ChangePasswordRequestSchema, SignUpRequestSchema, SignUpResponseSchema,
 import type { UsersService } from './users.service.js';
 
 /** POST /sign-up, POST /change-password, GET /me (spec §4). */
-export function usersRoutes(deps: { users: UsersService; sessions: SessionsService }): FastifyPluginAsyncTypebox {
-  const { users, sessions } = deps;
+export function usersRoutes(deps: {
+  users: UsersService;
+  sessions: SessionsService;
+  limiter: RateLimiter;
+  signUpPerIp: RateLimitRule;
+}): FastifyPluginAsyncTypebox {
+  const { users, sessions, limiter, signUpPerIp } = deps;
   return async (app) => {
     const bearer = bearerAuth(sessions);
 
@@ -21,10 +28,16 @@ export function usersRoutes(deps: { users: UsersService; sessions: SessionsServi
         schema: {
           summary: 'Sign up with a username and an email or a phone number',
           body: SignUpRequestSchema,
-          response: { 201: SignUpResponseSchema, ...errorResponses(400, 409) },
+          response: { 201: SignUpResponseSchema, ...errorResponses(400, 409, 429) },
         },
       },
       async (request, reply) => {
+        // Counted per client IP before any work (issue 3 point 1); every attempt counts.
+        const verdict = await limiter.hit(signUpPerIp, request.ip);
+        if (!verdict.allowed) {
+          securityEvent(request.log, 'sign_up.rate_limited', { ip: request.ip });
+          throw new AppError('auth.sign_up.too_many_attempts', { headers: { 'retry-after': String(verdict.retryAfterSeconds) } });
+        }
         const user = await users.signUp(request.body);
         return reply.code(201).send({ user: toUser(user) });
       },
@@ -43,10 +56,12 @@ export function usersRoutes(deps: { users: UsersService; sessions: SessionsServi
         },
       },
       async (request, reply) => {
-        await users.changePassword(callerOf(request).user, {
+        const caller = callerOf(request);
+        await users.changePassword(caller.user, {
           currentPassword: request.body.current_password,
           newPassword: request.body.new_password,
         });
+        securityEvent(request.log, 'password.changed', { userId: caller.user.id, sessionId: caller.session.id, ip: request.ip });
         clearRefreshCookie(reply);
         return reply.code(204).send(null);
       },

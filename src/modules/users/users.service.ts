@@ -6,6 +6,7 @@ import { normalizePassword, type PasswordHasher } from '../../crypto/password.js
 import { revokeAllSessions } from '../sessions/sessions.repo.js';
 import type { VerificationService } from '../verification/verification.service.js';
 import { normalizeEmail, normalizePhone, normalizeUsername } from './identifiers.js';
+import { checkPassword, SERVICE_NAME } from './password-policy.js';
 import { findTakenIdentifier, insertUser, replacePasswordHash, type UserRow } from './users.repo.js';
 
 /** A sign-up request after schema validation (spec §2 SignUpRequest). */
@@ -29,16 +30,21 @@ export interface UsersDeps {
 export interface UsersService {
   /**
    * Creates a user. Identifiers are normalised (decisions.md §3) and the password validated
-   * before it is hashed (spec §1 rule 1). With an email, the user, the verification code and
-   * its outbox row commit in one transaction (spec §1 rule 2).
+   * before it is hashed (spec §1 rule 1): its length, then the password policy of
+   * {@link checkPassword} (NIST SP 800-63B-4 §3.1.1.2). With an email, the user, the
+   * verification code and its outbox row commit in one transaction (spec §1 rule 2).
    * @throws AppError `auth.sign_up.validation_failed` (400) for a phone or password that fails
-   *   after normalisation; `auth.sign_up.{username,email,phone}_taken` (409), also for races.
+   *   after normalisation or a password the policy refuses (the message says why);
+   *   `auth.sign_up.{username,email,phone}_taken` (409), also for races.
    */
   signUp(input: SignUpInput): Promise<UserRow>;
   /**
    * Replaces the password of `user` and revokes all of the user's sessions in one transaction
-   * (spec §3). Of two parallel changes exactly one wins; the other gets 401.
-   * @throws AppError `auth.change_password.validation_failed` (400), `auth.invalid_current_password` (401).
+   * (spec §3). The new password must pass the same policy as at sign-up, with the user's
+   * username and email as context; it is checked before the current password. Of two parallel
+   * changes exactly one wins; the other gets 401.
+   * @throws AppError `auth.change_password.validation_failed` (400) for a bad length or a
+   *   password the policy refuses (the message says why), `auth.invalid_current_password` (401).
    */
   changePassword(user: UserRow, input: { currentPassword: string; newPassword: string }): Promise<void>;
 }
@@ -61,6 +67,8 @@ export function createUsersService(deps: UsersDeps): UsersService {
       if (password === undefined) {
         throw new AppError('auth.sign_up.validation_failed', { message: 'password must be 8 to 72 characters after NFKC normalisation.' });
       }
+      const refused = checkPassword(password, { username, email, serviceName: SERVICE_NAME });
+      if (refused !== undefined) throw new AppError('auth.sign_up.validation_failed', { message: refused.reason });
       // A cheap pre-check spares an argon2id hash for a taken identifier; the unique indexes still decide races.
       const taken = await findTakenIdentifier(db, { username, email, phone });
       if (taken !== undefined) throw new AppError(`auth.sign_up.${taken}_taken`);
@@ -80,6 +88,8 @@ export function createUsersService(deps: UsersDeps): UsersService {
       if (newPassword === undefined) {
         throw new AppError('auth.change_password.validation_failed', { message: 'new_password must be 8 to 72 characters after NFKC normalisation.' });
       }
+      const refused = checkPassword(newPassword, { username: user.username, email: user.email, serviceName: SERVICE_NAME });
+      if (refused !== undefined) throw new AppError('auth.change_password.validation_failed', { message: refused.reason });
       if (!(await hasher.verify(user.password_hash, input.currentPassword.normalize('NFKC')))) {
         throw new AppError('auth.invalid_current_password');
       }

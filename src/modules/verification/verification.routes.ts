@@ -9,7 +9,7 @@ import type { VerificationService } from './verification.service.js';
 export function verificationRoutes(deps: { verification: VerificationService }): FastifyPluginAsyncTypebox {
   const { verification } = deps;
   return async (app) => {
-    const verifyResponses = { 204: Type.Null(), ...errorResponses(400, 404, 410) };
+    const verifyResponses = { 204: Type.Null(), ...errorResponses(400, 404, 410, 429) };
 
     app.get(
       '/verify-email',
@@ -18,7 +18,7 @@ export function verificationRoutes(deps: { verification: VerificationService }):
         schema: { summary: 'Verify an email address with its code', querystring: VerifyEmailQuerySchema, response: verifyResponses },
       },
       async (request, reply) => {
-        await verification.verify(normalizeEmail(request.query.email), request.query.code);
+        await verification.verify(normalizeEmail(request.query.email), request.query.code, { ip: request.ip });
         return reply.code(204).send(null);
       },
     );
@@ -30,7 +30,7 @@ export function verificationRoutes(deps: { verification: VerificationService }):
         schema: { summary: 'Verify an email address with its code (JSON body)', body: VerifyEmailBodySchema, response: verifyResponses },
       },
       async (request, reply) => {
-        await verification.verify(normalizeEmail(request.body.email), request.body.code);
+        await verification.verify(normalizeEmail(request.body.email), request.body.code, { ip: request.ip });
         return reply.code(204).send(null);
       },
     );

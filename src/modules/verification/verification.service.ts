@@ -4,14 +4,15 @@ import type { Db, Queryable } from '../../db/db.js';
 import { AppError, type ErrorCode } from '../../errors.js';
 import { constantTimeEqual, hmacSha256, newVerificationCode } from '../../crypto/secrets.js';
 import { enqueueEmail } from '../mail/outbox.repo.js';
-import { hitWindow } from '../rate-limits/rate-limits.repo.js';
+import type { FastifyBaseLogger } from 'fastify';
+import { securityEvent } from '../audit/security-events.js';
+import type { RateLimitRules } from '../rate-limits/rate-limits.rules.js';
+import type { RateLimiter } from '../rate-limits/rate-limits.service.js';
 import { findUserByEmail, findUserById, markEmailVerified, type UserRow } from '../users/users.repo.js';
 import { consumeCode, lockLiveCode, recordWrongAttempt, replaceCode } from './verification.repo.js';
 
 /** Wrong attempts after which a code is dead (decisions.md §6). */
 export const MAX_CODE_ATTEMPTS = 5;
-/** One resend per address per this many seconds (decisions.md §6). */
-export const RESEND_WINDOW_SECONDS = 60;
 
 /** Dependencies of {@link createVerificationService}. */
 export interface VerificationDeps {
@@ -19,8 +20,9 @@ export interface VerificationDeps {
   readonly clock: Clock;
   /** HMAC key for codes at rest. */
   readonly codeHmacKey: Buffer;
-  /** HMAC key for rate-limit subjects. */
-  readonly rateLimitHmacKey: Buffer;
+  readonly limiter: RateLimiter;
+  readonly rules: Pick<RateLimitRules, 'verifyPerAddress' | 'resendPerAddress'>;
+  readonly log: FastifyBaseLogger;
   readonly codeTtlSeconds: number;
   /** Called after a commit that queued an email. */
   readonly onEmailQueued: () => void;
@@ -38,22 +40,25 @@ export interface VerificationService {
    * or was already (204). Attempts on one code are serialised by a row lock; at most
    * {@link MAX_CODE_ATTEMPTS} wrong attempts are counted, and parallel right codes change the
    * state once (decisions.md §6).
+   * Failed verifications also count against the address (RATE_LIMIT_VERIFY_PER_ADDRESS per
+   * 15 minutes), so resending codes does not buy unlimited guesses.
    * @throws AppError `auth.verify_email.user_not_found` (404), `auth.verify_email.code_expired`,
-   *   `auth.verify_email.code_mismatch`, `auth.verify_email.too_many_attempts` (410).
+   *   `auth.verify_email.code_mismatch`, `auth.verify_email.too_many_attempts` (410),
+   *   `auth.verify_email.rate_limited` (429, Retry-After).
    */
-  verify(email: string, code: string): Promise<void>;
+  verify(email: string, code: string, client: { ip: string | null }): Promise<void>;
   /**
    * Queues a fresh code for an unverified address; does nothing for unknown or verified ones,
    * answering the same either way (no enumeration).
    * @throws AppError `auth.resend_verification.too_many_attempts` (429, Retry-After) on a second
-   *   resend for the address within {@link RESEND_WINDOW_SECONDS}.
+   *   resend for the address within 60 s (decisions.md §6), known or not.
    */
   resend(email: string): Promise<void>;
 }
 
 /** Builds the {@link VerificationService} over the database, clock and derived HMAC keys. */
 export function createVerificationService(deps: VerificationDeps): VerificationService {
-  const { db, clock, codeHmacKey, rateLimitHmacKey, codeTtlSeconds, onEmailQueued } = deps;
+  const { db, clock, codeHmacKey, limiter, rules, log, codeTtlSeconds, onEmailQueued } = deps;
   const hashCode = (codeId: string, code: string): string => hmacSha256(codeHmacKey, `${codeId}:${code}`);
 
   const issueCode: VerificationService['issueCode'] = async (tx, user) => {
@@ -75,10 +80,15 @@ export function createVerificationService(deps: VerificationDeps): VerificationS
   return {
     issueCode,
 
-    async verify(email, code) {
+    async verify(email, code, client) {
       const user = await findUserByEmail(db, email);
       if (user === undefined) throw new AppError('auth.verify_email.user_not_found');
       if (user.is_email_verified) return;
+      const verdict = await limiter.hit(rules.verifyPerAddress, email);
+      if (!verdict.allowed) {
+        securityEvent(log, 'verify_email.rate_limited', { userId: user.id, ip: client.ip });
+        throw new AppError('auth.verify_email.rate_limited', { headers: { 'retry-after': String(verdict.retryAfterSeconds) } });
+      }
       const now = clock.now();
       // One transaction with the code row locked: the comparison, the attempt count and the
       // consumption of one code never interleave, so 50 parallel guesses make exactly 5
@@ -97,14 +107,13 @@ export function createVerificationService(deps: VerificationDeps): VerificationS
         return 'verified';
       });
       if (outcome !== 'verified') throw new AppError(outcome);
+      await limiter.forgive(rules.verifyPerAddress, email);
     },
 
     async resend(email) {
-      const now = clock.now();
-      const hit = await hitWindow(db, `resend:${hmacSha256(rateLimitHmacKey, email)}`, RESEND_WINDOW_SECONDS, now);
-      if (hit.hits > 1) {
-        const retryAfter = Math.max(1, Math.ceil((hit.windowStart.getTime() + RESEND_WINDOW_SECONDS * 1000 - now.getTime()) / 1000));
-        throw new AppError('auth.resend_verification.too_many_attempts', { headers: { 'retry-after': String(retryAfter) } });
+      const verdict = await limiter.hit(rules.resendPerAddress, email);
+      if (!verdict.allowed) {
+        throw new AppError('auth.resend_verification.too_many_attempts', { headers: { 'retry-after': String(verdict.retryAfterSeconds) } });
       }
       const user = await findUserByEmail(db, email);
       if (user === undefined || user.is_email_verified || user.email === null) return;

@@ -1,0 +1,36 @@
+import type { FastifyBaseLogger } from 'fastify';
+
+/** Security-relevant events (issue 3 point 8; ASVS 5.0 V16.3): each one structured log line. */
+export type SecurityEventName =
+  | 'sign_in.succeeded'
+  | 'sign_in.failed'
+  | 'sign_in.locked'
+  | 'sign_up.rate_limited'
+  | 'verify_email.rate_limited'
+  | 'refresh_token.reused'
+  | 'password.changed'
+  | 'session.revoked';
+
+/** What an event may carry: ids and the client IP, never a secret (no password, token or code). */
+export interface SecurityEventFields {
+  readonly userId?: string | undefined;
+  readonly sessionId?: string | undefined;
+  readonly ip?: string | null | undefined;
+  /** Why (failure reason, revocation cause); from a fixed vocabulary, never user input. */
+  readonly reason?: string | undefined;
+  /** How many sessions an event affected (revoke-all, password change). */
+  readonly count?: number | undefined;
+}
+
+/** Events that call for attention are logged at `warn`, the rest at `info`. */
+const WARN_EVENTS: ReadonlySet<SecurityEventName> = new Set(['sign_in.locked', 'sign_up.rate_limited', 'verify_email.rate_limited', 'refresh_token.reused']);
+
+/**
+ * Writes one security event as `{ event, securityEvent: true, userId, sessionId, ip, reason }`
+ * so that log pipelines can select them with one field.
+ */
+export function securityEvent(log: FastifyBaseLogger, event: SecurityEventName, fields: SecurityEventFields): void {
+  const line = { securityEvent: true, event, ...fields };
+  if (WARN_EVENTS.has(event)) log.warn(line, event);
+  else log.info(line, event);
+}
