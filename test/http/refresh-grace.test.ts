@@ -74,7 +74,7 @@ async function expectReuse(ctx: TestContext, res: LightMyRequestResponse, family
   expectError(res, 'auth.refresh_token_reused');
   expect(await sessionRevokedAt(ctx, family.sessionId)).not.toBeNull();
   expectError(await refresh(ctx, family.live), 'auth.invalid_refresh_token');
-  expect(ctx.logs.some((l) => l.event === 'refresh_token_reuse' && l.sessionId === family.sessionId && l.level === 40)).toBe(true);
+  expect(ctx.logs.some((l) => l.event === 'refresh_token.reused' && l.sessionId === family.sessionId && l.level === 40)).toBe(true);
 }
 
 describe('refresh grace window (REFRESH_REUSE_GRACE_SECONDS=10)', () => {

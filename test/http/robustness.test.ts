@@ -596,7 +596,7 @@ describe('log hygiene', () => {
 
     // The sink really captured this flow: the reuse warning names the user by id.
     const log = ctx.rawLogs.join('');
-    expect(log).toContain('refresh_token_reuse');
+    expect(log).toContain('refresh_token.reused');
     expect(log).toContain(body.user.id);
     expect(log).toContain('/auth/v0/verify-email');
 
