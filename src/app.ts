@@ -228,7 +228,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     codeTtlSeconds: config.verificationCodeTtlSeconds,
     onEmailQueued,
   });
-  const users = createUsersService({ db, clock, hasher, verification, onEmailQueued });
+  const users = createUsersService({ db, clock, hasher, verification, onEmailQueued, limiter, rules });
   const sessions = createSessionsService({ db, clock, hasher, accessTokens, sessionTtlSeconds: config.sessionTtlSeconds, refreshReuseGraceSeconds: config.refreshReuseGraceSeconds, limiter, rules, log: app.log });
   app.decorate('outbox', outbox);
   app.decorate('keys', keys);

@@ -24,7 +24,8 @@ export const ERROR_CATALOG = {
   'auth.verify_email.user_not_found': { status: 404, message: 'No user has this email address.' },
   'auth.session_not_found': { status: 404, message: 'The session does not exist.' },
   'request.not_found': { status: 404, message: 'No such route.' },
-  // Not in decisions.md §7: a malformed request on a route that takes no input (for example a bad URL).
+  // Not in decisions.md §7: a malformed request that no operation's validation code fits (a bad
+  // Content-Type header on a route without a body; malformed HTTP, also answered 408 or 431).
   'request.invalid': { status: 400, message: 'The request is malformed.' },
   'auth.sign_up.username_taken': { status: 409, message: 'The username is already taken.' },
   'auth.sign_up.email_taken': { status: 409, message: 'The email address is already registered.' },
@@ -35,6 +36,7 @@ export const ERROR_CATALOG = {
   'request.body_too_large': { status: 413, message: 'The request body is too large.' },
   'auth.resend_verification.too_many_attempts': { status: 429, message: 'A code was sent recently; try again later.' },
   'auth.sign_in.too_many_attempts': { status: 429, message: 'Too many failed sign-ins; try again later.' },
+  'auth.change_password.too_many_attempts': { status: 429, message: 'Too many wrong current passwords; try again later.' },
   'auth.sign_up.too_many_attempts': { status: 429, message: 'Too many sign-ups from this address; try again later.' },
   // `auth.verify_email.too_many_attempts` is taken by the 410 of a dead code (decisions.md §7).
   'auth.verify_email.rate_limited': { status: 429, message: 'Too many failed verifications for this address; try again later.' },

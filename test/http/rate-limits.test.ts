@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { LightMyRequestResponse } from 'fastify';
 import { buildApp, createLogger } from '../../src/app.js';
 import { createTestContext, type TestContext } from '../helpers/context.js';
-import { createVerifiedUser, latestCode, PASSWORD, signUp, uniqueName } from '../helpers/flows.js';
+import { createVerifiedUser, latestCode, PASSWORD, signIn, signUp, uniqueName } from '../helpers/flows.js';
 
 /** Limits small enough to reach in a test; windows are the production ones (15 min, 1 h). */
 const LIMITS = {
@@ -118,6 +118,30 @@ describe('failed sign-ins per client IP (50 per 15 min by default; 6 here)', () 
       payload: { username: uniqueName('xff'), password: 'wrong password!' },
     });
     expectTooMany(res, 'auth.sign_in.too_many_attempts', 900);
+    ctx.clock.advance(15 * 60 + 1);
+  });
+});
+
+describe('wrong current passwords at change-password (same limit as per identifier; 3 here)', () => {
+  it('a stolen access token does not give unlimited guesses at the current password', async () => {
+    const user = await createVerifiedUser(ctx);
+    const { accessToken } = await signIn(ctx, { username: user.username, password: user.password });
+    const change = (current: string) =>
+      ctx.app.inject({ method: 'POST', url: '/auth/v0/change-password', headers: { authorization: `Bearer ${accessToken}` }, payload: { current_password: current, new_password: 'a fresh passphrase 2026' } });
+    for (let i = 0; i < 3; i++) expect((await change('not the password')).statusCode).toBe(401);
+    expectTooMany(await change(user.password), 'auth.change_password.too_many_attempts', 900);
+    ctx.clock.advance(15 * 60 + 1);
+    expect((await change(user.password)).statusCode).toBe(204);
+  });
+});
+
+describe('an IP over its limit does not lock the identifiers it names', () => {
+  it('requests refused for their IP do not count against the accounts they name', async () => {
+    const ip = freshIp();
+    for (let i = 0; i < 6; i++) expect((await signInFrom(ip, { username: uniqueName('spray'), password: 'wrong password!' })).statusCode).toBe(401);
+    const victim = await createVerifiedUser(ctx);
+    for (let i = 0; i < 5; i++) expectTooMany(await signInFrom(ip, { username: victim.username, password: 'wrong password!' }), 'auth.sign_in.too_many_attempts', 900);
+    expect((await signInFrom(freshIp(), { username: victim.username, password: victim.password })).statusCode).toBe(200);
     ctx.clock.advance(15 * 60 + 1);
   });
 });

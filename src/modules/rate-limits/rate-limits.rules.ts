@@ -12,6 +12,8 @@ export const RESEND_WINDOW_SECONDS = 60;
 export interface RateLimitRules {
   readonly signInPerIdentifier: RateLimitRule;
   readonly signInPerIp: RateLimitRule;
+  /** Wrong current passwords at change-password, per user: a stolen access token must not give unlimited guesses. */
+  readonly changePasswordPerUser: RateLimitRule;
   readonly signUpPerIp: RateLimitRule;
   readonly verifyPerAddress: RateLimitRule;
   readonly resendPerAddress: RateLimitRule;
@@ -22,6 +24,7 @@ export function rateLimitRules(settings: RateLimitSettings): RateLimitRules {
   return {
     signInPerIdentifier: { name: 'sign_in_identifier', limit: settings.signInPerIdentifier, windowSeconds: FAILURE_WINDOW_SECONDS },
     signInPerIp: { name: 'sign_in_ip', limit: settings.signInPerIp, windowSeconds: FAILURE_WINDOW_SECONDS },
+    changePasswordPerUser: { name: 'change_password_user', limit: settings.signInPerIdentifier, windowSeconds: FAILURE_WINDOW_SECONDS },
     signUpPerIp: { name: 'sign_up_ip', limit: settings.signUpPerIp, windowSeconds: SIGN_UP_WINDOW_SECONDS },
     verifyPerAddress: { name: 'verify_address', limit: settings.verifyPerAddress, windowSeconds: FAILURE_WINDOW_SECONDS },
     resendPerAddress: { name: 'resend', limit: 1, windowSeconds: RESEND_WINDOW_SECONDS },

@@ -125,11 +125,11 @@ export function createSessionsService(deps: SessionsDeps): SessionsService {
    * @throws AppError `auth.sign_in.too_many_attempts` (429) with Retry-After.
    */
   const enforceSignInLimits = async (subjects: string[], ip: string | null): Promise<void> => {
-    const verdicts = await Promise.all([
-      ...subjects.map((s) => limiter.hit(rules.signInPerIdentifier, s)),
-      ...(ip === null ? [] : [limiter.hit(rules.signInPerIp, ip)]),
-    ]);
-    const refused = verdicts.flatMap((v) => (v.allowed ? [] : [v.retryAfterSeconds]));
+    // The IP first: a source already over its limit must not also count against (and so lock)
+    // the identifiers it names.
+    const byIp = ip === null ? undefined : await limiter.hit(rules.signInPerIp, ip);
+    const verdicts = byIp === undefined || byIp.allowed ? await Promise.all(subjects.map((s) => limiter.hit(rules.signInPerIdentifier, s))) : [];
+    const refused = [...(byIp === undefined ? [] : [byIp]), ...verdicts].flatMap((v) => (v.allowed ? [] : [v.retryAfterSeconds]));
     if (refused.length === 0) return;
     securityEvent(log, 'sign_in.locked', { ip });
     throw new AppError('auth.sign_in.too_many_attempts', { headers: { 'retry-after': String(Math.max(...refused)) } });

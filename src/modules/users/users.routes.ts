@@ -52,7 +52,7 @@ export function usersRoutes(deps: {
           summary: 'Change the password; revokes every session of the user',
           security: [{ bearerAuth: [] }],
           body: ChangePasswordRequestSchema,
-          response: { 204: Type.Null(), ...errorResponses(400, 401) },
+          response: { 204: Type.Null(), ...errorResponses(400, 401, 429) },
         },
       },
       async (request, reply) => {

@@ -7,6 +7,8 @@ import { revokeAllSessions } from '../sessions/sessions.repo.js';
 import type { VerificationService } from '../verification/verification.service.js';
 import { normalizeEmail, normalizePhone, normalizeUsername } from './identifiers.js';
 import { checkPassword, SERVICE_NAME } from './password-policy.js';
+import type { RateLimitRules } from '../rate-limits/rate-limits.rules.js';
+import type { RateLimiter } from '../rate-limits/rate-limits.service.js';
 import { findTakenIdentifier, insertUser, replacePasswordHash, type UserRow } from './users.repo.js';
 
 /** A sign-up request after schema validation (spec §2 SignUpRequest). */
@@ -24,6 +26,8 @@ export interface UsersDeps {
   readonly hasher: PasswordHasher;
   readonly verification: VerificationService;
   readonly onEmailQueued: () => void;
+  readonly limiter: RateLimiter;
+  readonly rules: Pick<RateLimitRules, 'changePasswordPerUser'>;
 }
 
 /** Sign-up and password change. */
@@ -51,7 +55,7 @@ export interface UsersService {
 
 /** Builds the {@link UsersService}: sign-up and password change over the database, hasher and verification service. */
 export function createUsersService(deps: UsersDeps): UsersService {
-  const { db, clock, hasher, verification, onEmailQueued } = deps;
+  const { db, clock, hasher, verification, onEmailQueued, limiter, rules } = deps;
   return {
     async signUp(input) {
       const username = normalizeUsername(input.username);
@@ -90,9 +94,15 @@ export function createUsersService(deps: UsersDeps): UsersService {
       }
       const refused = checkPassword(newPassword, { username: user.username, email: user.email, serviceName: SERVICE_NAME });
       if (refused !== undefined) throw new AppError('auth.change_password.validation_failed', { message: refused.reason });
+      // Wrong current passwords count per user, like failed sign-ins (issue 3 point 1).
+      const verdict = await limiter.hit(rules.changePasswordPerUser, user.id);
+      if (!verdict.allowed) {
+        throw new AppError('auth.change_password.too_many_attempts', { headers: { 'retry-after': String(verdict.retryAfterSeconds) } });
+      }
       if (!(await hasher.verify(user.password_hash, input.currentPassword.normalize('NFKC')))) {
         throw new AppError('auth.invalid_current_password');
       }
+      await limiter.forgive(rules.changePasswordPerUser, user.id);
       const newHash = await hasher.hash(newPassword);
       const now = clock.now();
       await db.transaction(async (tx) => {
