@@ -212,3 +212,23 @@ describe('failed verifications per address (20 per 15 min by default; 3 here)', 
     expect((await verify(await latestCode(ctx, email, 3))).statusCode).toBe(204);
   });
 });
+
+describe('TRUST_PROXY=true', () => {
+  it('honours X-Forwarded-For: the client address behind the proxy is limited and recorded on the session', async () => {
+    const proxied = await createTestContext({ ...LIMITS, TRUST_PROXY: 'true' });
+    try {
+      const viaProxy = (client: string, body: Record<string, unknown>) =>
+        proxied.app.inject({ method: 'POST', url: '/auth/v0/sign-in', remoteAddress: '10.1.1.1', headers: { 'x-forwarded-for': client }, payload: body });
+      for (let i = 0; i < 6; i++) expect((await viaProxy('203.0.113.7', { username: uniqueName('xff'), password: 'wrong password!' })).statusCode).toBe(401);
+      expectTooMany(await viaProxy('203.0.113.7', { username: uniqueName('xff'), password: 'wrong password!' }), 'auth.sign_in.too_many_attempts', 900);
+      // Another client behind the same proxy has its own budget.
+      const user = await createVerifiedUser(proxied);
+      const ok = await viaProxy('203.0.113.8', { username: user.username, password: user.password });
+      expect(ok.statusCode).toBe(200);
+      const sessions = await proxied.app.inject({ method: 'GET', url: '/auth/v0/sessions', headers: { authorization: `Bearer ${ok.json().tokens.access_token}` } });
+      expect(sessions.json().sessions[0].ip).toBe('203.0.113.8');
+    } finally {
+      await proxied.close();
+    }
+  });
+});
