@@ -1,4 +1,4 @@
-import { defineConfig } from 'vitest/config';
+import { configDefaults, defineConfig } from 'vitest/config';
 
 /**
  * Every suite runs on the embedded PGlite database; with TEST_DATABASE_URL set, the same suites
@@ -12,6 +12,8 @@ if (process.env.TEST_DATABASE_URL) {
 export default defineConfig({
   test: {
     include: ['test/**/*.test.ts'],
+    // The reliability suite (faults, crashes, several instances) is slower: `npm run test:reliability`.
+    exclude: [...configDefaults.exclude, 'test/reliability/**'],
     testTimeout: 20_000,
     hookTimeout: 60_000,
     pool: 'forks',

@@ -12,10 +12,16 @@ import { ERROR_CATALOG } from './errors.js';
 import { createPasswordHasher, type PasswordHasher } from './crypto/password.js';
 import { registerBodyParsers } from './plugins/body-parsers.js';
 import { registerErrorHandler, sendError } from './plugins/error-handler.js';
+import { registerHealthRoutes } from './plugins/health.js';
+import { registerMetrics } from './plugins/metrics.js';
+import { registerOpenApi } from './plugins/openapi.js';
+import { prettyDestination, registerRequestLog, requestLogServerOptions } from './plugins/request-log.js';
+import { createAuthMetrics, type AuthMetrics } from './metrics.js';
 import { keysRoutes } from './modules/keys/keys.routes.js';
 import { loadKeyStore, type KeyStore } from './modules/keys/keys.service.js';
 import { createLogTransport, createSmtpTransport, type MailTransport } from './modules/mail/mail.transport.js';
 import { createOutboxWorker, type OutboxWorker } from './modules/mail/outbox.worker.js';
+import { demoRoutes } from './modules/demo/demo.routes.js';
 import { sessionsRoutes } from './modules/sessions/sessions.routes.js';
 import { createSessionsService } from './modules/sessions/sessions.service.js';
 import { createAccessTokenService } from './modules/tokens/access-token.service.js';
@@ -58,6 +64,8 @@ export interface AppDeps {
   readonly logger?: FastifyBaseLogger;
   /** Start the outbox worker when the app is ready (default true). */
   readonly startOutboxWorker?: boolean;
+  /** Prometheus metrics in a registry of this app's own; defaults to a fresh one with the process metrics. */
+  readonly metrics?: AuthMetrics;
 }
 
 declare module 'fastify' {
@@ -130,7 +138,9 @@ export function createLogger(level: string, destination?: DestinationStream): Fa
     redact: { paths: ['req.headers.authorization', 'req.headers.cookie', 'res.headers["set-cookie"]'], censor: '[redacted]' },
     serializers: { req: requestSerializer },
   };
-  return destination === undefined ? pino(options) : pino(options, destination);
+  // A terminal gets pino-pretty; everything else (files, pipes, log collectors) JSON lines.
+  const target = destination ?? (process.stdout.isTTY ? prettyDestination() : undefined);
+  return target === undefined ? pino(options) : pino(options, target);
 }
 
 /**
@@ -161,11 +171,13 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
       void sendError(reply as FastifyReply, 'request.not_found');
     },
     clientErrorHandler: answerClientError,
+    ...requestLogServerOptions(),
   }).withTypeProvider<TypeBoxTypeProvider>();
 
   // External plugins and cross-cutting behaviour.
   registerErrorHandler(app);
   registerBodyParsers(app);
+  registerRequestLog(app);
   await app.register(fastifyCookie);
   if (config.corsOrigins.length > 0) {
     const allowedOrigins = new Set(config.corsOrigins);
@@ -206,8 +218,9 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     deps.keys ??
     (await loadKeyStore({ privateKeyFile: config.jwt.privateKeyFile, publicKeyFiles: config.jwt.publicKeyFiles, dataDir: config.dataDir }));
   const hasher = deps.passwordHasher ?? (await createPasswordHasher(config.argon2));
-  const transport = deps.mailTransport ?? (config.smtp !== undefined ? createSmtpTransport(config.smtp) : createLogTransport(app.log));
-  const outbox = createOutboxWorker({ db, transport, clock, log: app.log });
+  const transport = deps.mailTransport ?? (config.smtp !== undefined ? createSmtpTransport(config.smtp, { ca: config.smtp.ca }) : createLogTransport(app.log));
+  const metrics = deps.metrics ?? createAuthMetrics({ defaultMetrics: true });
+  const outbox = createOutboxWorker({ db, transport, clock, log: app.log, metrics });
   const onEmailQueued = (): void => outbox.nudge();
   const limiter = createRateLimiter({ db, clock, hmacKey: keys.rateLimitHmacKey, log: app.log });
   const rules = rateLimitRules(config.rateLimits);
@@ -228,8 +241,8 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     codeTtlSeconds: config.verificationCodeTtlSeconds,
     onEmailQueued,
   });
-  const users = createUsersService({ db, clock, hasher, verification, onEmailQueued, limiter, rules });
-  const sessions = createSessionsService({ db, clock, hasher, accessTokens, sessionTtlSeconds: config.sessionTtlSeconds, refreshReuseGraceSeconds: config.refreshReuseGraceSeconds, limiter, rules, log: app.log });
+  const users = createUsersService({ db, clock, hasher, verification, onEmailQueued, limiter, rules, metrics });
+  const sessions = createSessionsService({ db, clock, hasher, accessTokens, sessionTtlSeconds: config.sessionTtlSeconds, refreshReuseGraceSeconds: config.refreshReuseGraceSeconds, limiter, rules, log: app.log, metrics });
   app.decorate('outbox', outbox);
   app.decorate('keys', keys);
 
@@ -242,12 +255,16 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   });
 
   // Routes.
+  registerMetrics(app, { metrics, db, clock, serveRoute: config.metricsPort === undefined });
+  await registerHealthRoutes(app, { db });
+  await registerOpenApi(app, { prefix: API_PREFIX });
   await app.register(
     async (api) => {
       await api.register(usersRoutes({ users, sessions, limiter, signUpPerIp: rules.signUpPerIp }));
       await api.register(sessionsRoutes({ sessions }));
       await api.register(verificationRoutes({ verification }));
       await api.register(keysRoutes({ keys }));
+      if (config.demoPage) await api.register(demoRoutes({ apiPrefix: API_PREFIX }));
     },
     { prefix: API_PREFIX },
   );

@@ -1,58 +1,85 @@
 #!/usr/bin/env node
-import { ConfigError, loadConfig } from './config.js';
-import { migrate, schemaStatus } from './db/migrate.js';
-import { openDatabase } from './db/open.js';
-import { runKeysCommand } from './modules/keys/keys.cli.js';
+import { EXIT_ERROR, EXIT_OK, EXIT_USAGE, wantsHelp, type DatabaseCommandIo } from './cli-support.js';
 
-const USAGE = `Usage: auth-service <command>
+// Each command's module is imported when the command runs, so `--help` and `keys generate` do
+// not load the web framework and the database drivers.
+
+const USAGE = `Usage: auth-service [command] [options]
 
 Commands:
-  migrate        apply pending database migrations and exit (DATABASE_URL, or the embedded database in DATA_DIR)
-  keys generate  write a new RSA signing key pair [--out DIR] [--bits N]; see "auth-service keys generate --help"
+  serve                     start the service (the default when no command is given)
+  migrate                   apply pending database migrations and exit
+  keys generate             write a new RSA signing key pair [--out DIR] [--bits N]
+  outbox list               show email outbox rows [--status pending|sent|dead|cancelled] [--limit N]
+  outbox retry              put dead outbox rows back to pending <id> | --all-dead
+  sessions revoke           revoke every active session of a user --user <id|username>
+
+Every command reads the service's configuration from the environment (README, "Configuration")
+and takes --help. Exit codes: 0 success, 1 failure, 2 bad usage.
 `;
 
-/** `auth-service migrate`: applies pending migrations (decisions.md §1) and reports the schema version. */
-async function runMigrate(): Promise<void> {
-  const config = loadConfig(process.env);
-  const db = await openDatabase(config);
-  try {
-    const applied = await migrate(db);
-    const status = await schemaStatus(db);
-    process.stdout.write(
-      applied.length === 0
-        ? `Schema is current (version ${status.current}).\n`
-        : `Applied migrations ${applied.join(', ')}; schema is at version ${status.current}.\n`,
-    );
-  } finally {
-    await db.close();
-  }
-}
+const SERVE_USAGE = `Usage: auth-service serve
 
-async function cli(argv: string[]): Promise<number> {
-  const [command] = argv;
-  if (command === 'migrate') {
-    await runMigrate();
-    return 0;
+Starts the service, as "npm start" does: configuration from the environment (README,
+"Configuration"), pending migrations applied unless MIGRATE_ON_START=false, listening on
+HOST:PORT. SIGTERM or SIGINT shuts it down gracefully.
+
+Options:
+  -h, --help  show this help
+`;
+
+const io: DatabaseCommandIo = {
+  env: process.env,
+  stdout: (text) => void process.stdout.write(text),
+  stderr: (text) => void process.stderr.write(text),
+};
+
+/** Runs one command; resolves to its exit code, or to undefined for `serve` (which keeps running). */
+async function cli(argv: readonly string[]): Promise<number | undefined> {
+  const [command, ...rest] = argv;
+  switch (command) {
+    case undefined:
+    case 'serve':
+      if (wantsHelp(rest)) {
+        process.stdout.write(SERVE_USAGE);
+        return EXIT_OK;
+      }
+      if (rest.length > 0) {
+        process.stderr.write(`Unexpected argument "${rest[0]}".\n\n${SERVE_USAGE}`);
+        return EXIT_USAGE;
+      }
+      {
+        const { exitOnStartFailure, serve } = await import('./serve.js');
+        await serve(process.env).catch(exitOnStartFailure);
+      }
+      return undefined;
+    case 'migrate':
+      return (await import('./db/migrate.cli.js')).runMigrateCommand(rest, io);
+    case 'keys':
+      return (await import('./modules/keys/keys.cli.js')).runKeysCommand(rest, io);
+    case 'outbox':
+      return (await import('./modules/mail/outbox.cli.js')).runOutboxCommand(rest, io);
+    case 'sessions':
+      return (await import('./modules/sessions/sessions.cli.js')).runSessionsCommand(rest, io);
+    case 'help':
+    case '--help':
+    case '-h':
+      process.stdout.write(USAGE);
+      return EXIT_OK;
+    default:
+      process.stderr.write(`Unknown command "${command}".\n\n${USAGE}`);
+      return EXIT_USAGE;
   }
-  if (command === 'keys') {
-    return runKeysCommand(argv.slice(1), {
-      env: process.env,
-      stdout: (text) => process.stdout.write(text),
-      stderr: (text) => process.stderr.write(text),
-    });
-  }
-  if (command === undefined || command === '--help' || command === '-h' || command === 'help') {
-    process.stdout.write(USAGE);
-    return command === undefined ? 1 : 0;
-  }
-  process.stderr.write(`Unknown command "${command}".\n${USAGE}`);
-  return 1;
 }
 
 cli(process.argv.slice(2)).then(
-  (code) => process.exit(code),
+  (code) => {
+    // `serve` keeps running; every other command exits (stdout and stderr writes to files and
+    // pipes are synchronous on POSIX, so nothing printed is lost).
+    if (code !== undefined) process.exit(code);
+  },
   (err: unknown) => {
-    process.stderr.write(`${err instanceof ConfigError || err instanceof Error ? err.message : String(err)}\n`);
-    process.exit(1);
+    process.stderr.write(`${err instanceof Error ? err.message : String(err)}\n`);
+    process.exit(EXIT_ERROR);
   },
 );

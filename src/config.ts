@@ -1,3 +1,4 @@
+import { X509Certificate } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { rsaKeyFileProblem } from './modules/keys/keys.service.js';
@@ -13,6 +14,12 @@ export interface SmtpConfig {
   readonly password: string | undefined;
   readonly from: string;
   readonly fromName: string | undefined;
+  /**
+   * PEM CA certificates read from `SMTP_CA_FILE` at start, trusted for the SMTP server's
+   * certificate in addition to Node's bundled roots (a relay with a private CA or a
+   * self-signed certificate); undefined: the bundled roots only.
+   */
+  readonly ca: string | undefined;
 }
 
 /** argon2id cost parameters (memory in KiB). OWASP Password Storage Cheat Sheet minimum: m=19456, t=2, p=1. */
@@ -28,6 +35,8 @@ export type LogLevel = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' |
 export interface Config {
   readonly host: string;
   readonly port: number;
+  /** METRICS_PORT: serve GET /metrics only on this port (on `host`); undefined: on `port` with the API. */
+  readonly metricsPort: number | undefined;
   /** `postgres://` URL; undefined selects the embedded PGlite database in `dataDir`. */
   readonly databaseUrl: string | undefined;
   readonly databasePoolMax: number;
@@ -50,6 +59,8 @@ export interface Config {
   readonly trustProxy: boolean;
   readonly corsOrigins: readonly string[];
   readonly logLevel: LogLevel;
+  /** Serve the demo page at GET /auth/v0/demo (DEMO_PAGE, default false; issue 5 point 6). */
+  readonly demoPage: boolean;
   readonly argon2: Argon2Params;
   /** Requests allowed per window; 0 disables a limit (see {@link RateLimitSettings}). */
   readonly rateLimits: RateLimitSettings;
@@ -180,6 +191,13 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>>): C
   else problems.push(`SMTP_TLS: expected none, starttls or tls, got "${smtpTlsRaw}"`);
   const smtpPort = int('SMTP_PORT', smtpTls === 'tls' ? SMTP_IMPLICIT_TLS_PORT : SMTP_SUBMISSION_PORT, 1, MAX_PORT);
   const smtpFrom = str('SMTP_FROM');
+  const smtpCaFile = str('SMTP_CA_FILE');
+  let smtpCa: string | undefined;
+  if (smtpCaFile !== undefined) {
+    const read = readPemCertificates(smtpCaFile);
+    if (typeof read === 'string') smtpCa = read;
+    else problems.push(`SMTP_CA_FILE: ${read.problem}`);
+  }
   let smtp: SmtpConfig | undefined;
   if (smtpHost !== undefined) {
     if (smtpFrom === undefined) problems.push('SMTP_FROM: required when SMTP_HOST is set');
@@ -192,6 +210,7 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>>): C
       password: secret('SMTP_PASSWORD'),
       from: smtpFrom ?? '',
       fromName: str('SMTP_FROM_NAME'),
+      ca: smtpCa,
     };
     if ((smtp.username === undefined) !== (smtp.password === undefined)) {
       problems.push('SMTP_USERNAME and SMTP_PASSWORD: set both or neither');
@@ -223,9 +242,16 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>>): C
   // presented again within this many seconds of its rotation (two tabs refreshing at once).
   const refreshReuseGraceSeconds = int('REFRESH_REUSE_GRACE_SECONDS', DEFAULT_REFRESH_GRACE, 0, MAX_REFRESH_GRACE);
 
+  // Issue 5: Prometheus metrics on a listener of their own, so the scrape endpoint can stay private.
+  const metricsPort = str('METRICS_PORT') === undefined ? undefined : int('METRICS_PORT', DEFAULT_PORT, 1, MAX_PORT);
+  if (metricsPort !== undefined && String(metricsPort) === (str('PORT') ?? String(DEFAULT_PORT))) {
+    problems.push(`METRICS_PORT: must differ from PORT (${metricsPort})`);
+  }
+
   const config: Config = {
     host: str('HOST') ?? '127.0.0.1',
     port: int('PORT', DEFAULT_PORT, 0, MAX_PORT),
+    metricsPort,
     databaseUrl,
     databasePoolMax: int('DATABASE_POOL_MAX', DEFAULT_POOL_MAX, 1, MAX_POOL),
     dataDir: path.resolve(str('DATA_DIR') ?? './data'),
@@ -244,6 +270,7 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>>): C
     trustProxy: bool('TRUST_PROXY', false),
     corsOrigins,
     logLevel,
+    demoPage: bool('DEMO_PAGE', false),
     argon2: {
       memoryCost: int('ARGON2_MEMORY_KIB', OWASP_ARGON2_MINIMUM.memoryCost, OWASP_ARGON2_MINIMUM.memoryCost, MAX_ARGON2_MEMORY_KIB),
       timeCost: int('ARGON2_TIME_COST', OWASP_ARGON2_MINIMUM.timeCost, OWASP_ARGON2_MINIMUM.timeCost, MAX_ARGON2_TIME_COST),
@@ -258,6 +285,32 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>>): C
   };
   if (problems.length > 0) throw new ConfigError(problems);
   return deepFreeze(config);
+}
+
+/** One PEM certificate block (RFC 7468 §5). */
+const PEM_CERTIFICATE = /-----BEGIN CERTIFICATE-----[\s\S]+?-----END CERTIFICATE-----/g;
+
+/**
+ * Reads a file of PEM certificates (a CA bundle) and checks that each one parses as X.509.
+ * @returns the file's text, or `{problem}` saying why it cannot serve as a CA file.
+ */
+function readPemCertificates(file: string): string | { problem: string } {
+  let text: string;
+  try {
+    text = readFileSync(file, 'utf8');
+  } catch (err) {
+    return { problem: `cannot read ${file} (${(err as NodeJS.ErrnoException).code ?? 'error'})` };
+  }
+  const blocks = text.match(PEM_CERTIFICATE) ?? [];
+  if (blocks.length === 0) return { problem: `${file} holds no PEM certificate (-----BEGIN CERTIFICATE-----)` };
+  for (const [i, block] of blocks.entries()) {
+    try {
+      new X509Certificate(block);
+    } catch {
+      return { problem: `certificate ${i + 1} in ${file} is not a valid X.509 certificate` };
+    }
+  }
+  return text;
 }
 
 function deepFreeze<T>(value: T): T {

@@ -11,13 +11,49 @@ export interface PostgresOptions {
   readonly connectionTimeoutMillis?: number;
 }
 
-/** Default for {@link PostgresOptions.connectionTimeoutMillis}: an outage answers 503 in seconds, not minutes. */
-const DEFAULT_CONNECTION_TIMEOUT_MS = 5000;
+/**
+ * Default for {@link PostgresOptions.connectionTimeoutMillis}: how long a request waits for a
+ * pooled connection (a new connection to an unreachable server, or a free one of a busy pool)
+ * before it fails with 503. An outage answers in seconds, not minutes.
+ */
+export const DEFAULT_CONNECTION_TIMEOUT_MS = 5_000;
 
-function wrap(client: pg.Pool | pg.PoolClient): Queryable {
+/**
+ * PostgreSQL `statement_timeout`, sent at connection start: the server cancels any statement,
+ * including its wait for a row lock, after this long (SQLSTATE 57014, answered 503). Every
+ * statement of a request is an indexed single-row or small-batch operation that takes
+ * milliseconds; one still running after 5 s is stuck behind a lock or an overloaded server, and
+ * the caller is better answered than held. Lifted inside {@link Db.withConnection} (migrations
+ * and their advisory lock may legitimately take longer).
+ */
+export const STATEMENT_TIMEOUT_MS = 5_000;
+
+/**
+ * Client-side limit on waiting for a statement's answer (pg `query_timeout`). Longer than
+ * {@link STATEMENT_TIMEOUT_MS}, so the server's own cancellation answers first while it can; this
+ * one fires only when the server or the network went silent (a half-open connection, a cut that
+ * sent no reset), which no server-side setting can notice. The connection is then discarded.
+ */
+export const QUERY_TIMEOUT_MS = STATEMENT_TIMEOUT_MS + 1_000;
+
+/**
+ * PostgreSQL `idle_in_transaction_session_timeout`: the server ends a session that sits idle
+ * inside a transaction for this long (its instance hung, or lost the network mid-transaction),
+ * which releases its row locks for the other instances. The service's transactions never wait on
+ * anything but their own statements (no network call inside one, decisions.md §8).
+ */
+export const IDLE_IN_TRANSACTION_TIMEOUT_MS = 10_000;
+
+/** pg's message when {@link QUERY_TIMEOUT_MS} fired: the connection may still be busy with the statement. */
+const QUERY_READ_TIMEOUT = 'Query read timeout';
+
+function wrap(client: pg.Pool | pg.PoolClient, options: { queryTimeoutMs: number | undefined }): Queryable {
   return {
     async query<R>(sql: string, params: readonly unknown[] = []): Promise<QueryResult<R>> {
-      const result = await client.query(sql, params as unknown[]);
+      // `query_timeout` per query is honoured by pg although its types do not list it.
+      const config: pg.QueryConfig & { query_timeout?: number } = { text: sql, values: params as unknown[] };
+      if (options.queryTimeoutMs !== undefined) config.query_timeout = options.queryTimeoutMs;
+      const result = await client.query(config);
       return { rows: result.rows as R[], rowCount: result.rowCount ?? 0 };
     },
   };
@@ -32,43 +68,85 @@ export function openPostgres(options: PostgresOptions): Db {
     connectionString: options.url,
     max: options.poolMax,
     connectionTimeoutMillis: options.connectionTimeoutMillis ?? DEFAULT_CONNECTION_TIMEOUT_MS,
+    statement_timeout: STATEMENT_TIMEOUT_MS,
+    idle_in_transaction_session_timeout: IDLE_IN_TRANSACTION_TIMEOUT_MS,
   });
   // An idle client that loses its connection emits 'error' on the pool; without a listener
   // that would crash the process. The next query simply gets a fresh connection.
   pool.on('error', () => {});
-  const root = wrap(pool);
+  const timed = { queryTimeoutMs: QUERY_TIMEOUT_MS };
+  const root = wrap(pool, timed);
+  /**
+   * Checks a connection out of the pool for several statements. A checked-out pg client has no
+   * 'error' listener (the pool removes its own while the client is lent), and a connection
+   * reset emits 'error' on it even while a statement awaits its answer: unheard, that would
+   * crash the process. The listener here only marks the connection broken (the statement in
+   * flight fails on its own); `release` discards a broken connection instead of pooling it.
+   */
+  const checkout = async (): Promise<{ client: pg.PoolClient; markBroken(): void; release(): void }> => {
+    const client = await pool.connect();
+    let broken = false;
+    const onError = (): void => {
+      broken = true;
+    };
+    client.on('error', onError);
+    return {
+      client,
+      markBroken: () => void (broken = true),
+      release() {
+        client.removeListener('error', onError);
+        client.release(broken);
+      },
+    };
+  };
   return {
     kind: 'postgres',
     query: root.query,
     async transaction<T>(fn: (tx: Queryable) => Promise<T>): Promise<T> {
-      const client = await pool.connect();
-      let broken = false;
+      const conn = await checkout();
+      const tx = wrap(conn.client, timed);
       try {
-        await client.query('BEGIN');
-        const result = await fn(wrap(client));
-        await client.query('COMMIT');
+        await tx.query('BEGIN');
+        const result = await fn(tx);
+        await tx.query('COMMIT');
         return result;
       } catch (err) {
-        try {
-          await client.query('ROLLBACK');
-        } catch {
-          broken = true;
+        // After a read timeout the connection may still be busy with the statement: a ROLLBACK
+        // would wait behind it. Discard the connection instead; the server rolls back when it
+        // goes (or after IDLE_IN_TRANSACTION_TIMEOUT_MS if it never hears of it).
+        if ((err as Error | undefined)?.message === QUERY_READ_TIMEOUT) conn.markBroken();
+        else {
+          try {
+            await tx.query('ROLLBACK');
+          } catch {
+            conn.markBroken();
+          }
         }
         throw err;
       } finally {
-        client.release(broken);
+        conn.release();
       }
     },
     async exec(sql: string): Promise<void> {
       await pool.query(sql);
     },
     async withConnection(fn) {
-      const client = await pool.connect();
+      const conn = await checkout();
+      const { client } = conn;
       try {
-        const q = wrap(client);
+        // Migrations may run long and wait for another instance's advisory lock: no statement
+        // timeout on this connection until it goes back to the pool (RESET restores the
+        // connection's start-up value, STATEMENT_TIMEOUT_MS).
+        await client.query('SET statement_timeout = 0');
+        const q = wrap(client, { queryTimeoutMs: undefined });
         return await fn({ query: q.query, exec: async (sql: string) => void (await client.query(sql)) });
       } finally {
-        client.release();
+        try {
+          await client.query('RESET statement_timeout');
+        } catch {
+          conn.markBroken();
+        }
+        conn.release();
       }
     },
     async close(): Promise<void> {

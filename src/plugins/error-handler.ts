@@ -2,9 +2,14 @@ import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from
 import { AppError, ERROR_CATALOG, type ErrorCode } from '../errors.js';
 import './route-config.js';
 
-/** Driver error codes that mean "the database cannot be reached" (answered 503, issue 4). */
-const UNAVAILABLE_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', '57P01', '57P02', '57P03', '08000', '08001', '08003', '08004', '08006']);
-const UNAVAILABLE_MESSAGES = /Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error|PGlite is closed/i;
+/**
+ * Driver error codes that mean "the database cannot answer now" (answered 503, issue 4): socket
+ * errors, SQLSTATE class 08 (connection exception), 57P01-03 (server shutting down or starting),
+ * 57014 (statement cancelled by `statement_timeout`, src/db/pg.ts), 53300 (too many connections).
+ */
+const UNAVAILABLE_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', '57P01', '57P02', '57P03', '57014', '53300', '08000', '08001', '08003', '08004', '08006']);
+/** pg's own errors without a code: a dropped or timed-out connection, the client-side `query_timeout`, a pool already ended. */
+const UNAVAILABLE_MESSAGES = /Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error|Query read timeout|Client was closed and is not queryable|Cannot use a pool after calling end|PGlite is closed/i;
 
 /** Longest validation message answered; Ajv's messages name the field and rule, never the value. */
 const MAX_MESSAGE_LENGTH = 300;

@@ -1,5 +1,6 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type, type Static } from '@sinclair/typebox';
+import { errorResponses } from '../../errors.js';
 import type { KeyStore } from './keys.service.js';
 
 /** JWKS cache lifetime in seconds (spec §8). */
@@ -24,7 +25,7 @@ export function keysRoutes(deps: { keys: KeyStore }): FastifyPluginAsyncTypebox 
   return async (app) => {
     app.get(
       '/.well-known/jwks.json',
-      { schema: { summary: 'Public signing keys (JWKS, RFC 7517)', response: { 200: JwksSchema } } },
+      { schema: { summary: 'Public signing keys (JWKS, RFC 7517)', operationId: 'getJwks', response: { 200: JwksSchema, ...errorResponses() } } },
       async (_request, reply) =>
         reply
           .header('cache-control', `public, max-age=${JWKS_MAX_AGE_SECONDS}`)

@@ -1,3 +1,4 @@
+import { rootCertificates } from 'node:tls';
 import nodemailer from 'nodemailer';
 import type { FastifyBaseLogger } from 'fastify';
 import type { SmtpConfig } from '../../config.js';
@@ -15,7 +16,8 @@ export interface MailTransport {
   readonly kind: 'smtp' | 'log';
   /**
    * Delivers one message.
-   * @throws {MailSendError} with `permanent` true for an SMTP 5xx reply (no retry), false otherwise.
+   * @throws {MailSendError} with `permanent` true for an SMTP 5xx reply to the message itself
+   *   (no retry), false otherwise (see {@link isPermanentSmtpFailure}).
    */
   send(message: MailMessage): Promise<void>;
   close(): void;
@@ -32,24 +34,63 @@ export class MailSendError extends Error {
   }
 }
 
-/** SMTP timeouts in milliseconds: a server that accepts and never answers fails in bounded time. */
-const SMTP_CONNECTION_TIMEOUT_MS = 10_000;
-const SMTP_GREETING_TIMEOUT_MS = 10_000;
-const SMTP_SOCKET_TIMEOUT_MS = 20_000;
+/**
+ * SMTP timeouts in milliseconds, so that a server that accepts and never answers fails in
+ * bounded time (a transient failure, retried): connecting, waiting for the greeting, and
+ * inactivity on an open connection. Their sum stays below the outbox lease (60 s).
+ */
+export interface SmtpTimeouts {
+  readonly connectionMs: number;
+  readonly greetingMs: number;
+  readonly socketMs: number;
+}
+
+/** Production timeouts: generous for a slow relay, short enough to retry a hung one soon. */
+export const SMTP_TIMEOUTS: SmtpTimeouts = Object.freeze({ connectionMs: 10_000, greetingMs: 10_000, socketMs: 20_000 });
+/**
+ * The SMTP commands that carry the message (RFC 5321 §3.3: envelope and content). A 5xx reply to
+ * one of them refuses this message (no such mailbox, content rejected): retrying cannot help.
+ */
+const MESSAGE_COMMANDS: ReadonlySet<string> = new Set(['MAIL FROM', 'RCPT TO', 'DATA']);
+
+/**
+ * Whether a nodemailer failure is permanent for the message (decisions.md §8: dead at once):
+ * an SMTP 5xx reply to MAIL FROM, RCPT TO or DATA, or a 5xx whose command nodemailer does not
+ * name. A 5xx to the session set-up (EHLO, STARTTLS, AUTH: a relay without STARTTLS, wrong
+ * credentials) is a configuration fault of the relay or of this service, not of the message:
+ * it is retried with backoff like a 4xx, so the emails queued meanwhile are delivered once the
+ * configuration is fixed (or die after the 10th attempt). Everything without a 5xx (timeouts,
+ * refused connections, TLS verification) is transient.
+ */
+export function isPermanentSmtpFailure(err: { responseCode?: number | undefined; command?: string | undefined }): boolean {
+  const is5xx = typeof err.responseCode === 'number' && err.responseCode >= 500 && err.responseCode < 600;
+  return is5xx && (err.command === undefined || MESSAGE_COMMANDS.has(err.command));
+}
+
 /** Longest error text kept in `email_outbox.last_error`. */
 const MAX_ERROR_LENGTH = 500;
 
 /** Options for {@link createSmtpTransport} beyond the configuration. */
 export interface SmtpTransportOptions {
-  /** Extra CA certificates (PEM) to trust, for servers with a private CA. */
+  /**
+   * Extra CA certificates (PEM, `SMTP_CA_FILE`) to trust for the server's certificate, in
+   * addition to Node's bundled Mozilla roots, for servers with a private CA or a self-signed
+   * certificate. The host name is still checked against the certificate.
+   */
   readonly ca?: string | undefined;
+  /** Overrides {@link SMTP_TIMEOUTS}; tests shorten them to provoke a timeout without waiting. */
+  readonly timeouts?: SmtpTimeouts | undefined;
 }
 
 /**
- * Sends through SMTP with nodemailer: `none` never upgrades, `starttls` requires the STARTTLS
- * upgrade, `tls` uses implicit TLS (decisions.md §2). Credentials are used only when set.
+ * Sends through SMTP with nodemailer: `none` never upgrades (even when the server offers
+ * STARTTLS), `starttls` requires the STARTTLS upgrade, `tls` uses implicit TLS (decisions.md
+ * §2). With `starttls` and `tls` the server's certificate must verify (bundled roots, plus
+ * `options.ca`); a failure is a transient `MailSendError`, retried. Credentials are used only
+ * when set.
  */
 export function createSmtpTransport(smtp: SmtpConfig, options: SmtpTransportOptions = {}): MailTransport {
+  const timeouts = options.timeouts ?? SMTP_TIMEOUTS;
   const transporter = nodemailer.createTransport({
     host: smtp.host,
     port: smtp.port,
@@ -57,10 +98,11 @@ export function createSmtpTransport(smtp: SmtpConfig, options: SmtpTransportOpti
     requireTLS: smtp.tls === 'starttls',
     ignoreTLS: smtp.tls === 'none',
     ...(smtp.username !== undefined && smtp.password !== undefined ? { auth: { user: smtp.username, pass: smtp.password } } : {}),
-    connectionTimeout: SMTP_CONNECTION_TIMEOUT_MS,
-    greetingTimeout: SMTP_GREETING_TIMEOUT_MS,
-    socketTimeout: SMTP_SOCKET_TIMEOUT_MS,
-    ...(options.ca !== undefined ? { tls: { ca: options.ca } } : {}),
+    connectionTimeout: timeouts.connectionMs,
+    greetingTimeout: timeouts.greetingMs,
+    socketTimeout: timeouts.socketMs,
+    // Node's `ca` replaces the default roots; keep them so a public relay still verifies.
+    ...(options.ca !== undefined ? { tls: { ca: [...rootCertificates, options.ca] } } : {}),
   });
   const from = smtp.fromName === undefined ? smtp.from : { name: smtp.fromName, address: smtp.from };
   return {
@@ -69,8 +111,8 @@ export function createSmtpTransport(smtp: SmtpConfig, options: SmtpTransportOpti
       try {
         await transporter.sendMail({ from, to: message.to, subject: message.subject, text: message.text, messageId: message.messageId });
       } catch (err) {
-        const e = err as { responseCode?: number; code?: string; message?: string };
-        const permanent = typeof e.responseCode === 'number' && e.responseCode >= 500 && e.responseCode < 600;
+        const e = err as { responseCode?: number; code?: string; message?: string; command?: string };
+        const permanent = isPermanentSmtpFailure(e);
         const text = [e.code, e.responseCode, e.message].filter((x) => x !== undefined).join(' ');
         throw new MailSendError(text.slice(0, MAX_ERROR_LENGTH), permanent);
       }

@@ -69,7 +69,8 @@ export async function markSent(q: Queryable, id: string, owner: string, now: Dat
 
 /**
  * Records a failed attempt: `attempts + 1`, `last_error`, and either the next try at
- * `retryAt` or, when `retryAt` is null, status dead (code dropped from the payload).
+ * `retryAt` or, when `retryAt` is null, status dead. A dead row keeps its code until the code
+ * expires ({@link cancelExpiredEmails} drops it then), so an operator can retry it.
  */
 export async function markFailed(
   q: Queryable,
@@ -82,7 +83,6 @@ export async function markFailed(
         SET attempts = attempts + 1, last_error = $3,
             status = CASE WHEN $4::timestamptz IS NULL THEN 'dead' ELSE 'pending' END,
             next_attempt_at = COALESCE($4::timestamptz, next_attempt_at),
-            payload = CASE WHEN $4::timestamptz IS NULL THEN payload - 'code' ELSE payload END,
             lease_owner = NULL, lease_expires_at = NULL
       WHERE id = $1 AND lease_owner = $2`,
     [id, owner, f.error, f.retryAt],
@@ -99,14 +99,19 @@ export async function markCancelled(q: Queryable, id: string, owner: string, rea
 }
 
 /**
- * Cancels pending rows whose content expired, dropping their codes (decisions.md §6: the code
- * stays in the payload only until sent or expired). Leased rows are left to their worker.
- * @returns how many rows were cancelled.
+ * Cancels pending rows whose content expired and drops the code of dead rows whose code expired
+ * (decisions.md §6: the code stays in the payload only until sent or expired; a dead row keeps
+ * it until then so that `outbox retry` can still send it). Leased rows are left to their worker.
+ * @returns how many pending rows were cancelled.
  */
 export async function cancelExpiredEmails(q: Queryable, now: Date): Promise<number> {
   const { rowCount } = await q.query(
     `UPDATE email_outbox SET status = 'cancelled', last_error = 'expired before delivery', payload = payload - 'code'
       WHERE status = 'pending' AND expires_at <= $1 AND (lease_expires_at IS NULL OR lease_expires_at <= $1)`,
+    [now],
+  );
+  await q.query(
+    `UPDATE email_outbox SET payload = payload - 'code' WHERE status = 'dead' AND expires_at <= $1 AND payload ? 'code'`,
     [now],
   );
   return rowCount;
@@ -115,4 +120,83 @@ export async function cancelExpiredEmails(q: Queryable, now: Date): Promise<numb
 /** Releases every lease held by `owner` (graceful shutdown), so another worker can claim at once. */
 export async function releaseLeases(q: Queryable, owner: string): Promise<void> {
   await q.query('UPDATE email_outbox SET lease_owner = NULL, lease_expires_at = NULL WHERE lease_owner = $1', [owner]);
+}
+
+/** An outbox row as operators see it (`auth-service outbox list`): never the payload, which may hold a code. */
+export interface OutboxListRow {
+  id: string;
+  status: OutboxStatus;
+  recipient: string;
+  attempts: number;
+  last_error: string | null;
+  next_attempt_at: Date;
+  created_at: Date;
+}
+
+/**
+ * Outbox rows, newest first (`created_at`, then `id`), optionally of one status, at most `limit`.
+ * Reads no payload.
+ */
+export async function listOutboxEmails(q: Queryable, f: { status?: OutboxStatus | undefined; limit: number }): Promise<OutboxListRow[]> {
+  const { rows } = await q.query<OutboxListRow>(
+    `SELECT id, status, recipient, attempts, last_error, next_attempt_at, created_at FROM email_outbox
+      WHERE $1::text IS NULL OR status = $1
+      ORDER BY created_at DESC, id DESC
+      LIMIT $2`,
+    [f.status ?? null, f.limit],
+  );
+  return rows;
+}
+
+/** How many outbox rows there are of each status (statuses without rows are absent). */
+export async function countOutboxEmailsByStatus(q: Queryable): Promise<Partial<Record<OutboxStatus, number>>> {
+  const { rows } = await q.query<{ status: OutboxStatus; n: number }>('SELECT status, count(*)::int AS n FROM email_outbox GROUP BY status');
+  return Object.fromEntries(rows.map((r) => [r.status, r.n]));
+}
+
+/** A dead row put back to pending by {@link retryDeadEmails}, with what decides whether it can still be sent. */
+export interface RetriedEmail {
+  id: string;
+  recipient: string;
+  /** False when the payload holds no code any more (a row loses its code when it dies): the worker will cancel it. */
+  has_code: boolean;
+  expires_at: Date | null;
+}
+
+/**
+ * Puts dead rows back to pending for another round of attempts (`auth-service outbox retry`):
+ * `attempts` back to 0, `next_attempt_at = now`, lease cleared, `last_error` kept as the history
+ * of the last failure. Only rows whose status is `dead` change, in one guarded `UPDATE`, so a
+ * row is never retried twice by parallel calls and rows of other statuses are left alone.
+ *
+ * The worker then treats each like any pending row: a row whose content expired, or whose code
+ * was already dropped (dead rows lose their code, decisions.md §8), is cancelled instead of sent.
+ *
+ * @param target one row id (a UUID), or `all-dead` for every dead row.
+ * @returns the rows this call put back (empty when nothing matched).
+ */
+export async function retryDeadEmails(q: Queryable, target: { id: string } | 'all-dead', now: Date): Promise<RetriedEmail[]> {
+  const { rows } = await q.query<RetriedEmail>(
+    `UPDATE email_outbox
+        SET status = 'pending', attempts = 0, next_attempt_at = $1, lease_owner = NULL, lease_expires_at = NULL
+      WHERE status = 'dead' AND ($2::uuid IS NULL OR id = $2::uuid)
+      RETURNING id, recipient, (payload ? 'code') AS has_code, expires_at`,
+    [now, target === 'all-dead' ? null : target.id],
+  );
+  return rows;
+}
+
+/** The status of one outbox row, or undefined when there is no row with that id. */
+export async function findOutboxStatus(q: Queryable, id: string): Promise<OutboxStatus | undefined> {
+  const { rows } = await q.query<{ status: OutboxStatus }>('SELECT status FROM email_outbox WHERE id = $1', [id]);
+  return rows[0]?.status;
+}
+
+/**
+ * When the oldest pending row was queued, or null when none is pending (metric
+ * `auth_outbox_oldest_pending_age_seconds`). Reads only pending rows (partial index).
+ */
+export async function oldestPendingEmailCreatedAt(q: Queryable): Promise<Date | null> {
+  const { rows } = await q.query<{ oldest: Date | null }>(`SELECT min(created_at) AS oldest FROM email_outbox WHERE status = 'pending'`);
+  return rows[0]?.oldest ?? null;
 }

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { FastifyBaseLogger } from 'fastify';
 import type { Clock } from '../../clock.js';
 import type { Db } from '../../db/db.js';
+import { createAuthMetrics, type AuthMetrics } from '../../metrics.js';
 import { verificationEmail } from './mail.templates.js';
 import { MailSendError, type MailTransport } from './mail.transport.js';
 import { cancelExpiredEmails, claimDueEmails, markCancelled, markFailed, markSent, releaseLeases, type ClaimedEmail } from './outbox.repo.js';
@@ -18,6 +19,13 @@ export const LEASE_MS = 60_000;
 export const CLAIM_BATCH = 10;
 /** Idle polling period; a sign-up or resend in this process nudges the worker at once. */
 export const POLL_INTERVAL_MS = 1_000;
+/**
+ * Longest time {@link OutboxWorker.stop} waits for the round in flight before it releases its
+ * leases anyway, in milliseconds (real time: it bounds a process shutdown). A healthy SMTP send
+ * takes well under a second; a hung relay would otherwise hold the shutdown for the SMTP
+ * timeouts (up to 40 s), beyond the 10 s the service gives itself to exit (src/serve.ts).
+ */
+export const STOP_WAIT_MS = 3_000;
 
 /**
  * Delay before retry number `attempt` (1-based): exponential with "equal jitter", i.e. a uniform
@@ -42,7 +50,13 @@ export interface OutboxWorker {
    * @returns how many rows it claimed.
    */
   runOnce(): Promise<number>;
-  /** Stops polling, waits for the round in flight, and releases this worker's leases. */
+  /**
+   * Stops polling, waits for the round in flight (at most {@link STOP_WAIT_MS}), and releases
+   * this worker's leases, so that another instance claims those rows at once instead of after
+   * the lease. A send still in flight after the wait may complete; its row, no longer leased by
+   * this worker, is then not recorded as sent and is sent again by another worker (at least
+   * once, same Message-ID).
+   */
   stop(): Promise<void>;
 }
 
@@ -52,6 +66,8 @@ export interface OutboxWorkerDeps {
   readonly transport: MailTransport;
   readonly clock: Clock;
   readonly log: FastifyBaseLogger;
+  /** Counts sent and failed emails; defaults to a registry of its own. */
+  readonly metrics?: AuthMetrics;
 }
 
 /**
@@ -62,6 +78,7 @@ export interface OutboxWorkerDeps {
  */
 export function createOutboxWorker(deps: OutboxWorkerDeps): OutboxWorker {
   const { db, transport, clock, log } = deps;
+  const metrics = deps.metrics ?? createAuthMetrics();
   const owner = `worker-${randomUUID()}`;
   let timer: NodeJS.Timeout | undefined;
   let running: Promise<number> | undefined;
@@ -89,12 +106,14 @@ export function createOutboxWorker(deps: OutboxWorkerDeps): OutboxWorker {
       const dead = permanent || attempt >= MAX_SEND_ATTEMPTS;
       const error = err instanceof Error ? err.message : String(err);
       const retryAt = dead ? null : new Date(clock.now().getTime() + retryDelayMs(attempt));
+      metrics.emailFailed(dead ? 'dead' : 'retry');
       await markFailed(db, row.id, owner, { error, retryAt });
       log.warn({ outboxId: row.id, attempts: attempt, dead, error }, dead ? 'email dead' : 'email send failed; will retry');
       return;
     }
     // Outside the try: if recording fails after a successful send, the lease runs out and the
     // row is sent again (at least once, same Message-ID) rather than counted as a failure.
+    metrics.emailSent();
     await markSent(db, row.id, owner, clock.now());
     log.info({ outboxId: row.id, attempts: row.attempts + 1 }, 'email sent');
   };
@@ -152,7 +171,12 @@ export function createOutboxWorker(deps: OutboxWorkerDeps): OutboxWorker {
       stopped = true;
       clearTimeout(timer);
       timer = undefined;
-      while (running !== undefined) await running.catch(() => 0);
+      const deadline = Date.now() + STOP_WAIT_MS;
+      while (running !== undefined && Date.now() < deadline) {
+        let waited: NodeJS.Timeout | undefined;
+        await Promise.race([running.catch(() => 0), new Promise((resolve) => (waited = setTimeout(resolve, deadline - Date.now())))]);
+        clearTimeout(waited);
+      }
       await releaseLeases(db, owner).catch(() => {});
     },
   };

@@ -14,7 +14,7 @@ export interface SessionRow {
 }
 
 /** Why a session was revoked; stored in `sessions.revoked_reason` for audits. */
-export type RevocationReason = 'logout' | 'revoked_by_user' | 'revoke_all' | 'password_changed' | 'refresh_token_reuse';
+export type RevocationReason = 'logout' | 'revoked_by_user' | 'revoke_all' | 'password_changed' | 'refresh_token_reuse' | 'revoked_by_admin';
 
 /** `last_used_at` is written at most once per this many seconds (decisions.md §5). */
 export const LAST_USED_RESOLUTION_SECONDS = 60;
@@ -123,6 +123,20 @@ export async function revokeAllSessions(q: Queryable, userId: string, reason: Re
   const { rowCount } = await q.query(
     'UPDATE sessions SET revoked_at = $2, revoked_reason = $3 WHERE user_id = $1 AND revoked_at IS NULL',
     [userId, now, reason],
+  );
+  return rowCount;
+}
+
+/**
+ * Revokes every active (unrevoked, unexpired at `now`) session of a user, for example by an
+ * operator (`auth-service sessions revoke`). Expired sessions are left as they are: they are
+ * already unusable. Idempotent: a second call revokes nothing.
+ * @returns the number of sessions this call revoked (0 when the user has none or does not exist).
+ */
+export async function revokeActiveSessions(q: Queryable, userId: string, reason: RevocationReason, now: Date): Promise<number> {
+  const { rowCount } = await q.query(
+    'UPDATE sessions SET revoked_at = $3, revoked_reason = $2 WHERE user_id = $1 AND revoked_at IS NULL AND expires_at > $3',
+    [userId, reason, now],
   );
   return rowCount;
 }

@@ -27,8 +27,9 @@ export function sessionsRoutes(deps: { sessions: SessionsService }): FastifyPlug
         config: { validationError: 'auth.sign_in.validation_failed' },
         schema: {
           summary: 'Sign in; sets the refresh cookie',
+          operationId: 'signIn',
           body: SignInRequestSchema,
-          response: { 200: SignInResponseSchema, ...errorResponses(400, 401, 403, 429) },
+          response: { 200: SignInResponseSchema, ...errorResponses(400, 401, 403, 413, 429) },
         },
       },
       async (request, reply) => {
@@ -46,6 +47,7 @@ export function sessionsRoutes(deps: { sessions: SessionsService }): FastifyPlug
       {
         schema: {
           summary: 'Rotate the refresh token; sets a new refresh cookie',
+          operationId: 'refresh',
           security: [{ refreshCookie: [] }],
           response: { 200: RefreshResponseSchema, ...errorResponses(401) },
         },
@@ -63,6 +65,7 @@ export function sessionsRoutes(deps: { sessions: SessionsService }): FastifyPlug
         onRequest: bearer,
         schema: {
           summary: 'Revoke the current session; clears the refresh cookie',
+          operationId: 'logout',
           security: [{ bearerAuth: [] }],
           response: { 204: Type.Null(), ...errorResponses(401) },
         },
@@ -82,6 +85,7 @@ export function sessionsRoutes(deps: { sessions: SessionsService }): FastifyPlug
         onRequest: bearer,
         schema: {
           summary: 'Active sessions of the caller',
+          operationId: 'listSessions',
           security: [{ bearerAuth: [] }],
           response: { 200: SessionsResponseSchema, ...errorResponses(401) },
         },
@@ -99,6 +103,7 @@ export function sessionsRoutes(deps: { sessions: SessionsService }): FastifyPlug
         onRequest: bearer,
         schema: {
           summary: 'Revoke every session of the caller; clears the refresh cookie',
+          operationId: 'revokeAllSessions',
           security: [{ bearerAuth: [] }],
           response: { 204: Type.Null(), ...errorResponses(401) },
         },
@@ -118,6 +123,7 @@ export function sessionsRoutes(deps: { sessions: SessionsService }): FastifyPlug
         onRequest: bearer,
         schema: {
           summary: 'Revoke one session of the caller',
+          operationId: 'revokeSession',
           security: [{ bearerAuth: [] }],
           params: SessionIdParamsSchema,
           response: { 204: Type.Null(), ...errorResponses(401, 403, 404) },

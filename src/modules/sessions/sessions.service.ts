@@ -3,6 +3,7 @@ import type { FastifyBaseLogger } from 'fastify';
 import type { Clock } from '../../clock.js';
 import type { Db, Queryable } from '../../db/db.js';
 import { AppError } from '../../errors.js';
+import { createAuthMetrics, type AuthMetrics } from '../../metrics.js';
 import type { PasswordHasher } from '../../crypto/password.js';
 import { newRefreshToken, sha256 } from '../../crypto/secrets.js';
 import { UUID_PATTERN, type AccessTokenService } from '../tokens/access-token.service.js';
@@ -66,6 +67,8 @@ export interface SessionsDeps {
   readonly limiter: RateLimiter;
   readonly rules: Pick<RateLimitRules, 'signInPerIdentifier' | 'signInPerIp'>;
   readonly log: FastifyBaseLogger;
+  /** Counts sign-in and refresh outcomes and revoked sessions; defaults to a registry of its own. */
+  readonly metrics?: AuthMetrics;
 }
 
 /** Sign-in, refresh-token rotation, Bearer authentication and session management. */
@@ -117,6 +120,7 @@ const BEARER = /^Bearer +([A-Za-z0-9\-._~+/]+=*) *$/i;
 /** Builds the {@link SessionsService}: sign-in, rotation, Bearer checks and session management. */
 export function createSessionsService(deps: SessionsDeps): SessionsService {
   const { db, clock, hasher, accessTokens, sessionTtlSeconds, limiter, rules, log } = deps;
+  const metrics = deps.metrics ?? createAuthMetrics();
 
   /**
    * Counts a sign-in attempt against every given identifier and the client IP (issue 3 point 1).
@@ -132,6 +136,7 @@ export function createSessionsService(deps: SessionsDeps): SessionsService {
     const refused = [...(byIp === undefined ? [] : [byIp]), ...verdicts].flatMap((v) => (v.allowed ? [] : [v.retryAfterSeconds]));
     if (refused.length === 0) return;
     securityEvent(log, 'sign_in.locked', { ip });
+    metrics.signIn('locked');
     throw new AppError('auth.sign_in.too_many_attempts', { headers: { 'retry-after': String(Math.max(...refused)) } });
   };
   const forgiveSignIn = async (subjects: string[], ip: string | null): Promise<void> => {
@@ -200,11 +205,13 @@ export function createSessionsService(deps: SessionsDeps): SessionsService {
       const passwordOk = user === undefined ? (await hasher.verifyDummy(password), false) : await hasher.verify(user.password_hash, password);
       if (user === undefined || !passwordOk) {
         securityEvent(log, 'sign_in.failed', { userId: user?.id, ip: client.ip, reason: user === undefined ? 'unknown_identifier' : 'wrong_password' });
+        metrics.signIn('bad_credentials');
         throw new AppError('auth.invalid_credentials');
       }
       await forgiveSignIn(subjects, client.ip);
       if (user.email !== null && !user.is_email_verified) {
         securityEvent(log, 'sign_in.failed', { userId: user.id, ip: client.ip, reason: 'email_not_verified' });
+        metrics.signIn('unverified');
         throw new AppError('auth.email_not_verified');
       }
 
@@ -226,6 +233,7 @@ export function createSessionsService(deps: SessionsDeps): SessionsService {
         // works) or a parameter upgrade by a parallel sign-in (it still does). Check once more.
         const fresh = await findUserById(db, user.id);
         if (fresh === undefined || !(await hasher.verify(fresh.password_hash, password)) || !(await createSession(fresh.password_hash))) {
+          metrics.signIn('bad_credentials');
           throw new AppError('auth.invalid_credentials');
         }
         storedHash = fresh.password_hash;
@@ -233,12 +241,19 @@ export function createSessionsService(deps: SessionsDeps): SessionsService {
       if (hasher.needsRehash(storedHash)) upgradeHashInBackground(user.id, storedHash, password);
       const accessToken = await accessTokens.sign({ userId: user.id, sessionId });
       securityEvent(log, 'sign_in.succeeded', { userId: user.id, sessionId, ip: client.ip });
+      metrics.signIn('success');
       return { user, sessionId, accessToken, refreshToken, refreshMaxAgeSeconds: sessionTtlSeconds };
     },
 
     async refresh(presented, client) {
-      if (presented === undefined || presented === '') throw new AppError('auth.missing_refresh_token');
-      if (!REFRESH_TOKEN_FORMAT.test(presented)) throw new AppError('auth.invalid_refresh_token');
+      if (presented === undefined || presented === '') {
+        metrics.refresh('missing');
+        throw new AppError('auth.missing_refresh_token');
+      }
+      if (!REFRESH_TOKEN_FORMAT.test(presented)) {
+        metrics.refresh('invalid');
+        throw new AppError('auth.invalid_refresh_token');
+      }
       const now = clock.now();
       const outcome = await db.transaction(async (tx) => {
         const token = await lockRefreshToken(tx, sha256(presented));
@@ -249,8 +264,8 @@ export function createSessionsService(deps: SessionsDeps): SessionsService {
           // rotation, gets that same live token back. Everything else rotated is reuse.
           const live = await liveTokenWithinGrace(tx, token, presented, { graceSeconds: refreshReuseGraceSeconds, now });
           if (live !== undefined) return { kind: 'replayed', ...family, tokens: await finishRefresh(tx, token, live, now) } as const;
-          await revokeSession(tx, token.session_id, 'refresh_token_reuse', now);
-          return { kind: 'reused', ...family } as const;
+          const revoked = await revokeSession(tx, token.session_id, 'refresh_token_reuse', now);
+          return { kind: 'reused', revoked, ...family } as const;
         }
         if (token.session_revoked_at !== null || token.session_expires_at <= now) return { kind: 'invalid' } as const;
         const refreshToken = newRefreshToken();
@@ -260,15 +275,20 @@ export function createSessionsService(deps: SessionsDeps): SessionsService {
       });
       switch (outcome.kind) {
         case 'rotated':
+          metrics.refresh('rotated');
           return outcome.tokens;
         case 'replayed':
+          metrics.refresh('grace_replay');
           log.info({ event: 'refresh_token_grace_replay', sessionId: outcome.sessionId, userId: outcome.userId }, 'parent refresh token presented within the grace window; live token returned');
           return outcome.tokens;
         case 'reused':
+          metrics.refresh('reused');
+          if (outcome.revoked) metrics.sessionsRevoked('refresh_token_reuse');
           // Spec §1 rule 4 / §3: reuse is an operational signal. Never log the token itself.
           securityEvent(log, 'refresh_token.reused', { sessionId: outcome.sessionId, userId: outcome.userId, ip: client.ip, reason: 'session revoked' });
           throw new AppError('auth.refresh_token_reused');
         case 'invalid':
+          metrics.refresh('invalid');
           throw new AppError('auth.invalid_refresh_token');
       }
     },
@@ -290,7 +310,7 @@ export function createSessionsService(deps: SessionsDeps): SessionsService {
     },
 
     async logout(auth) {
-      await revokeSession(db, auth.session.id, 'logout', clock.now());
+      if (await revokeSession(db, auth.session.id, 'logout', clock.now())) metrics.sessionsRevoked('logout');
     },
 
     async list(auth) {
@@ -298,7 +318,9 @@ export function createSessionsService(deps: SessionsDeps): SessionsService {
     },
 
     async revokeAll(auth) {
-      return revokeAllSessions(db, auth.user.id, 'revoke_all', clock.now());
+      const count = await revokeAllSessions(db, auth.user.id, 'revoke_all', clock.now());
+      metrics.sessionsRevoked('revoke_all', count);
+      return count;
     },
 
     async revokeOne(auth, sessionId) {
@@ -306,7 +328,7 @@ export function createSessionsService(deps: SessionsDeps): SessionsService {
       const owner = await findSessionOwner(db, sessionId);
       if (owner === undefined) throw new AppError('auth.session_not_found');
       if (owner !== auth.user.id) throw new AppError('auth.session_forbidden');
-      await revokeSession(db, sessionId, 'revoked_by_user', clock.now());
+      if (await revokeSession(db, sessionId, 'revoked_by_user', clock.now())) metrics.sessionsRevoked('revoked_by_user');
     },
   };
 }

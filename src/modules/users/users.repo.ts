@@ -153,3 +153,9 @@ export async function markEmailVerified(q: Queryable, userId: string, email: str
   );
   return rowCount === 1;
 }
+
+/** The user with this (normalised, lower-case) username, or undefined. */
+export async function findUserByUsername(q: Queryable, username: string): Promise<UserRow | undefined> {
+  const { rows } = await q.query<UserRow>(`SELECT ${USER_COLUMNS} FROM users WHERE username = $1`, [username]);
+  return rows[0];
+}

@@ -27,8 +27,9 @@ export function usersRoutes(deps: {
         config: { validationError: 'auth.sign_up.validation_failed' },
         schema: {
           summary: 'Sign up with a username and an email or a phone number',
+          operationId: 'signUp',
           body: SignUpRequestSchema,
-          response: { 201: SignUpResponseSchema, ...errorResponses(400, 409, 429) },
+          response: { 201: SignUpResponseSchema, ...errorResponses(400, 409, 413, 429) },
         },
       },
       async (request, reply) => {
@@ -50,9 +51,10 @@ export function usersRoutes(deps: {
         config: { validationError: 'auth.change_password.validation_failed' },
         schema: {
           summary: 'Change the password; revokes every session of the user',
+          operationId: 'changePassword',
           security: [{ bearerAuth: [] }],
           body: ChangePasswordRequestSchema,
-          response: { 204: Type.Null(), ...errorResponses(400, 401, 429) },
+          response: { 204: Type.Null(), ...errorResponses(400, 401, 413, 429) },
         },
       },
       async (request, reply) => {
@@ -73,6 +75,7 @@ export function usersRoutes(deps: {
         onRequest: bearer,
         schema: {
           summary: 'The calling user and session',
+          operationId: 'getMe',
           security: [{ bearerAuth: [] }],
           response: { 200: MeResponseSchema, ...errorResponses(401) },
         },

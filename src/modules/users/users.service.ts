@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { Clock } from '../../clock.js';
 import type { Db } from '../../db/db.js';
 import { AppError } from '../../errors.js';
+import { createAuthMetrics, type AuthMetrics } from '../../metrics.js';
 import { normalizePassword, type PasswordHasher } from '../../crypto/password.js';
 import { revokeAllSessions } from '../sessions/sessions.repo.js';
 import type { VerificationService } from '../verification/verification.service.js';
@@ -28,6 +29,8 @@ export interface UsersDeps {
   readonly onEmailQueued: () => void;
   readonly limiter: RateLimiter;
   readonly rules: Pick<RateLimitRules, 'changePasswordPerUser'>;
+  /** Counts the sessions a password change revokes; defaults to a registry of its own. */
+  readonly metrics?: AuthMetrics;
 }
 
 /** Sign-up and password change. */
@@ -56,6 +59,7 @@ export interface UsersService {
 /** Builds the {@link UsersService}: sign-up and password change over the database, hasher and verification service. */
 export function createUsersService(deps: UsersDeps): UsersService {
   const { db, clock, hasher, verification, onEmailQueued, limiter, rules } = deps;
+  const metrics = deps.metrics ?? createAuthMetrics();
   return {
     async signUp(input) {
       const username = normalizeUsername(input.username);
@@ -105,11 +109,12 @@ export function createUsersService(deps: UsersDeps): UsersService {
       await limiter.forgive(rules.changePasswordPerUser, user.id);
       const newHash = await hasher.hash(newPassword);
       const now = clock.now();
-      await db.transaction(async (tx) => {
+      const revoked = await db.transaction(async (tx) => {
         const replaced = await replacePasswordHash(tx, user.id, { expectedHash: user.password_hash, newHash }, now);
         if (!replaced) throw new AppError('auth.invalid_current_password');
-        await revokeAllSessions(tx, user.id, 'password_changed', now);
+        return revokeAllSessions(tx, user.id, 'password_changed', now);
       });
+      metrics.sessionsRevoked('password_changed', revoked);
     },
   };
 }

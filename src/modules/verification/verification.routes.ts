@@ -10,12 +10,14 @@ export function verificationRoutes(deps: { verification: VerificationService }):
   const { verification } = deps;
   return async (app) => {
     const verifyResponses = { 204: Type.Null(), ...errorResponses(400, 404, 410, 429) };
+    // The JSON form also answers 413 for a body over the limit.
+    const verifyBodyResponses = { 204: Type.Null(), ...errorResponses(400, 404, 410, 413, 429) };
 
     app.get(
       '/verify-email',
       {
         config: { validationError: 'auth.verify_email.validation_failed' },
-        schema: { summary: 'Verify an email address with its code', querystring: VerifyEmailQuerySchema, response: verifyResponses },
+        schema: { summary: 'Verify an email address with its code', operationId: 'verifyEmail', querystring: VerifyEmailQuerySchema, response: verifyResponses },
       },
       async (request, reply) => {
         await verification.verify(normalizeEmail(request.query.email), request.query.code, { ip: request.ip });
@@ -27,7 +29,12 @@ export function verificationRoutes(deps: { verification: VerificationService }):
       '/verify-email',
       {
         config: { validationError: 'auth.verify_email.validation_failed' },
-        schema: { summary: 'Verify an email address with its code (JSON body)', body: VerifyEmailBodySchema, response: verifyResponses },
+        schema: {
+          summary: 'Verify an email address with its code (JSON body)',
+          operationId: 'verifyEmailWithBody',
+          body: VerifyEmailBodySchema,
+          response: verifyBodyResponses,
+        },
       },
       async (request, reply) => {
         await verification.verify(normalizeEmail(request.body.email), request.body.code, { ip: request.ip });
@@ -41,8 +48,9 @@ export function verificationRoutes(deps: { verification: VerificationService }):
         config: { validationError: 'auth.resend_verification.validation_failed' },
         schema: {
           summary: 'Queue a fresh code for an unverified address (204 whatever the address)',
+          operationId: 'resendVerification',
           body: ResendVerificationBodySchema,
-          response: { 204: Type.Null(), ...errorResponses(400, 429) },
+          response: { 204: Type.Null(), ...errorResponses(400, 413, 429) },
         },
       },
       async (request, reply) => {

@@ -1,0 +1,124 @@
+import { parseArgs, type ParseArgsConfig } from 'node:util';
+import { systemClock, type Clock } from './clock.js';
+import { ConfigError, loadConfig, type Config } from './config.js';
+import type { Db } from './db/db.js';
+import { schemaStatus } from './db/migrate.js';
+import { openDatabase } from './db/open.js';
+import type { CommandIo } from './modules/keys/keys.cli.js';
+
+export type { CommandIo } from './modules/keys/keys.cli.js';
+
+/** Exit code of a command that succeeded (and of `--help`). */
+export const EXIT_OK = 0;
+/** Exit code of a command that failed: bad configuration, schema behind, nothing found, database error. */
+export const EXIT_ERROR = 1;
+/** Exit code of a command line that does not fit the command's usage. */
+export const EXIT_USAGE = 2;
+
+/**
+ * What a command that works on the database needs besides {@link CommandIo}. Both members are
+ * for tests: production opens the configured database and uses the system clock.
+ */
+export interface DatabaseCommandIo extends CommandIo {
+  /** Opens the database for `config` (default: `openDatabase`); the command closes what this returns. */
+  readonly openDatabase?: (config: Config) => Promise<Db>;
+  readonly clock?: Clock;
+}
+
+/** A command line that does not fit the command's usage: printed with the usage, exit {@link EXIT_USAGE}. */
+export class UsageError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'UsageError';
+  }
+}
+
+/** True when `argv` asks for help (`--help`, `-h`, or `help` as the first word). */
+export function wantsHelp(argv: readonly string[]): boolean {
+  return argv[0] === 'help' || argv.includes('--help') || argv.includes('-h');
+}
+
+/**
+ * `node:util` `parseArgs` in strict mode, with its errors (unknown option, missing value,
+ * stray positional) turned into {@link UsageError}.
+ */
+export function parseCommandArgs<T extends NonNullable<ParseArgsConfig['options']>>(
+  argv: readonly string[],
+  options: T,
+  settings: { allowPositionals: boolean },
+): { values: ReturnType<typeof parseArgs<{ options: T; strict: true; allowPositionals: boolean }>>['values']; positionals: string[] } {
+  try {
+    const parsed = parseArgs({ args: [...argv], options, strict: true, allowPositionals: settings.allowPositionals });
+    return { values: parsed.values, positionals: parsed.positionals };
+  } catch (err) {
+    throw new UsageError((err as Error).message);
+  }
+}
+
+/**
+ * Runs a command body and maps its outcome to an exit code: a {@link UsageError} prints the
+ * message and `usage` to stderr (exit 2). Anything else thrown propagates (the CLI prints it,
+ * exit 1).
+ */
+export async function runWithUsage(usage: string, io: CommandIo, body: () => Promise<number>): Promise<number> {
+  try {
+    return await body();
+  } catch (err) {
+    if (err instanceof UsageError) {
+      io.stderr(`${err.message}\n\n${usage}`);
+      return EXIT_USAGE;
+    }
+    throw err;
+  }
+}
+
+/**
+ * Runs `fn` with the configured database (the service's own configuration: `loadConfig(io.env)`,
+ * DATABASE_URL or the embedded database in DATA_DIR) and closes it afterwards. Refuses, with
+ * exit 1, a bad configuration (every problem listed) and a schema that is behind the code (run
+ * `auth-service migrate` first), so that a command never works on tables it does not know.
+ *
+ * The embedded PGlite database admits one process at a time: stop the service before running a
+ * database command against its DATA_DIR (docs/operations.md).
+ *
+ * @returns what `fn` returns, or {@link EXIT_ERROR}.
+ * @throws what `fn` or the database throws (a connection error, for example).
+ */
+export async function withCommandDatabase(
+  io: DatabaseCommandIo,
+  fn: (db: Db, context: { config: Config; clock: Clock }) => Promise<number>,
+): Promise<number> {
+  let config: Config;
+  try {
+    config = loadConfig(io.env);
+  } catch (err) {
+    if (!(err instanceof ConfigError)) throw err;
+    io.stderr(`${err.message}\n`);
+    return EXIT_ERROR;
+  }
+  const db = await (io.openDatabase ?? openDatabase)(config);
+  try {
+    const status = await schemaStatus(db);
+    if (status.current < status.latest) {
+      io.stderr(`The database schema is at version ${status.current}, this version of the service needs ${status.latest}: run "auth-service migrate" first.\n`);
+      return EXIT_ERROR;
+    }
+    return await fn(db, { config, clock: io.clock ?? systemClock });
+  } finally {
+    await db.close();
+  }
+}
+
+/**
+ * Formats rows as a plain-text table: a header line, then one line per row, columns separated
+ * by two spaces and padded to their widest cell. Cells must not contain line breaks.
+ */
+export function formatTable(columns: readonly string[], rows: readonly (readonly string[])[]): string {
+  const widths = columns.map((c, i) => Math.max(c.length, ...rows.map((r) => (r[i] ?? '').length)));
+  const line = (cells: readonly string[]): string =>
+    cells
+      .map((cell, i) => (i === cells.length - 1 ? cell : cell.padEnd(widths[i] ?? 0)))
+      .join('  ')
+      .trimEnd();
+  return [line(columns), ...rows.map(line)].join('\n') + '\n';
+}

@@ -1,0 +1,177 @@
+import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+import type { RevocationReason } from './modules/sessions/sessions.repo.js';
+
+/** How a sign-in ended (issue 5 point 3): `locked` is the 429 of a rate limit (decisions.md, "Rate limits"). */
+export type SignInOutcome = 'success' | 'bad_credentials' | 'unverified' | 'locked';
+
+/**
+ * How a refresh ended: a new token (`rotated`), the live token given back within the grace
+ * window (`grace_replay`), a rotated token presented again (`reused`, the session is revoked),
+ * an unknown token or an ended session (`invalid`), or no cookie at all (`missing`: a browser
+ * app probing for a session, kept apart so that it does not drown real `invalid` tokens).
+ */
+export type RefreshOutcome = 'rotated' | 'grace_replay' | 'reused' | 'invalid' | 'missing';
+
+/** What became of a failed send: another try later, or the row is dead (decisions.md §8). */
+export type EmailFailureOutcome = 'retry' | 'dead';
+
+/** Outbox row statuses (decisions.md §8), each a series of `auth_outbox_emails`. */
+export const OUTBOX_STATUSES = ['pending', 'sent', 'dead', 'cancelled'] as const;
+export type OutboxStatusLabel = (typeof OUTBOX_STATUSES)[number];
+
+/** How a scrape reads the outbox; each gauge runs its own query, so a value is never one scrape old. */
+export interface OutboxReader {
+  /** Rows per status; a status with no rows may be absent. */
+  counts(): Promise<Partial<Record<OutboxStatusLabel, number>>>;
+  /** Age in seconds of the oldest pending row, 0 when none is pending. */
+  oldestPendingAgeSeconds(): Promise<number>;
+}
+
+/** One finished HTTP request, as the request hook reports it. */
+export interface HttpObservation {
+  readonly method: string;
+  /** The route pattern (`/auth/v0/sessions/:session_id`), never the raw URL; `unmatched` for 404s. */
+  readonly route: string;
+  readonly status: number;
+  readonly durationSeconds: number;
+}
+
+/**
+ * Latency buckets in seconds: from a cached JWKS answer (~1 ms) to an argon2id sign-in under
+ * load (~0.1 to 1 s), up to the 10 s beyond which a client has given up anyway.
+ */
+export const HTTP_DURATION_BUCKETS_SECONDS: readonly number[] = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
+
+/** Prefix of the service's own metric names (process and Node.js defaults keep theirs). */
+const PREFIX = 'auth_';
+
+/**
+ * The service's Prometheus metrics (issue 5 point 3) in a registry of their own, so several
+ * apps in one process (tests) never share or clash. Services receive this object as a
+ * dependency and call it where an outcome is decided; `GET /metrics` serialises `registry`.
+ */
+export interface AuthMetrics {
+  readonly registry: Registry;
+  /** Counts a sign-in outcome (`auth_sign_in_total{outcome}`). */
+  signIn(outcome: SignInOutcome): void;
+  /** Counts a refresh outcome (`auth_refresh_total{outcome}`). */
+  refresh(outcome: RefreshOutcome): void;
+  /** Counts sessions that a call revoked (`auth_sessions_revoked_total{cause}`); `count` 0 counts nothing. */
+  sessionsRevoked(cause: RevocationReason, count?: number): void;
+  /** Counts an email accepted by the SMTP server (`auth_emails_sent_total`). */
+  emailSent(): void;
+  /** Counts a failed send (`auth_emails_failed_total{outcome}`). */
+  emailFailed(outcome: EmailFailureOutcome): void;
+  /** Records one HTTP request (`auth_http_requests_total`, `auth_http_request_duration_seconds`). */
+  observeHttp(observation: HttpObservation): void;
+  /**
+   * Makes every scrape read the outbox through `reader` (`auth_outbox_emails{status}`,
+   * `auth_outbox_oldest_pending_age_seconds`). When a read fails (database down), the scrape
+   * still succeeds, with no `auth_outbox_emails` samples and the age NaN, and `onError` is told why.
+   */
+  trackOutbox(reader: OutboxReader, onError: (err: unknown) => void): void;
+}
+
+/**
+ * Creates the metrics of one app in a fresh {@link Registry}.
+ * @param options.defaultMetrics also collect prom-client's process and Node.js metrics (CPU,
+ *   memory, event-loop lag, GC, handles) into this registry; buildApp turns it on.
+ */
+export function createAuthMetrics(options: { readonly defaultMetrics?: boolean } = {}): AuthMetrics {
+  const registry = new Registry();
+  if (options.defaultMetrics === true) collectDefaultMetrics({ register: registry });
+  const registers = [registry];
+
+  const httpRequests = new Counter({
+    name: `${PREFIX}http_requests_total`,
+    help: 'HTTP requests answered, by method, route pattern and status code.',
+    labelNames: ['method', 'route', 'status_code'] as const,
+    registers,
+  });
+  const httpDuration = new Histogram({
+    name: `${PREFIX}http_request_duration_seconds`,
+    help: 'Time from receiving a request to the end of its answer, by method, route pattern and status code.',
+    labelNames: ['method', 'route', 'status_code'] as const,
+    buckets: [...HTTP_DURATION_BUCKETS_SECONDS],
+    registers,
+  });
+  const signIns = new Counter({
+    name: `${PREFIX}sign_in_total`,
+    help: 'Sign-in attempts by outcome: success, bad_credentials, unverified (email not verified), locked (rate limited).',
+    labelNames: ['outcome'] as const,
+    registers,
+  });
+  const refreshes = new Counter({
+    name: `${PREFIX}refresh_total`,
+    help: 'Refresh attempts by outcome: rotated, grace_replay, reused (session revoked), invalid, missing (no cookie).',
+    labelNames: ['outcome'] as const,
+    registers,
+  });
+  const revoked = new Counter({
+    name: `${PREFIX}sessions_revoked_total`,
+    help: 'Sessions revoked, by cause: logout, revoked_by_user, revoke_all, password_changed, refresh_token_reuse, revoked_by_admin.',
+    labelNames: ['cause'] as const,
+    registers,
+  });
+  const emailsSent = new Counter({ name: `${PREFIX}emails_sent_total`, help: 'Emails accepted by the SMTP server (or the log transport).', registers });
+  const emailsFailed = new Counter({
+    name: `${PREFIX}emails_failed_total`,
+    help: 'Failed email sends, by outcome: retry (scheduled again) or dead (given up).',
+    labelNames: ['outcome'] as const,
+    registers,
+  });
+
+  // Zero-valued series from the start, so rate() and alerts see every outcome before it first happens.
+  for (const outcome of ['success', 'bad_credentials', 'unverified', 'locked'] satisfies SignInOutcome[]) signIns.inc({ outcome }, 0);
+  for (const outcome of ['rotated', 'grace_replay', 'reused', 'invalid', 'missing'] satisfies RefreshOutcome[]) refreshes.inc({ outcome }, 0);
+  for (const outcome of ['retry', 'dead'] satisfies EmailFailureOutcome[]) emailsFailed.inc({ outcome }, 0);
+
+  return {
+    registry,
+    signIn: (outcome) => signIns.inc({ outcome }),
+    refresh: (outcome) => refreshes.inc({ outcome }),
+    sessionsRevoked: (cause, count = 1) => {
+      if (count > 0) revoked.inc({ cause }, count);
+    },
+    emailSent: () => emailsSent.inc(),
+    emailFailed: (outcome) => emailsFailed.inc({ outcome }),
+    observeHttp: ({ method, route, status, durationSeconds }) => {
+      const labels = { method, route, status_code: String(status) };
+      httpRequests.inc(labels);
+      httpDuration.observe(labels, durationSeconds);
+    },
+    trackOutbox(reader, onError) {
+      new Gauge({
+        name: `${PREFIX}outbox_emails`,
+        help: 'Email outbox rows by status (pending, sent, dead, cancelled), read from the database at scrape time.',
+        labelNames: ['status'] as const,
+        registers,
+        async collect() {
+          this.reset();
+          let counts: Partial<Record<OutboxStatusLabel, number>>;
+          try {
+            counts = await reader.counts();
+          } catch (err) {
+            onError(err);
+            return;
+          }
+          for (const status of OUTBOX_STATUSES) this.set({ status }, counts[status] ?? 0);
+        },
+      });
+      new Gauge({
+        name: `${PREFIX}outbox_oldest_pending_age_seconds`,
+        help: 'Age of the oldest pending outbox row in seconds (0 when none is pending), read at scrape time.',
+        registers,
+        async collect() {
+          try {
+            this.set(await reader.oldestPendingAgeSeconds());
+          } catch (err) {
+            // Unknown (NaN) while the outbox cannot be read: a gauge without labels always has a sample.
+            this.set(Number.NaN);
+            onError(err);
+          }
+        },
+      });
+    },
+  };
+}

@@ -1,0 +1,44 @@
+import { randomBytes } from 'node:crypto';
+import type { FastifyPluginAsync } from 'fastify';
+import { demoPageHtml } from './demo.page.js';
+
+/** Bytes of CSPRNG output per CSP nonce: 128 bits, as CSP Level 3 §7.4 recommends at least. */
+export const CSP_NONCE_BYTES = 16;
+
+/**
+ * The Content-Security-Policy of the demo page: only this origin, the page's own inline script
+ * and style by nonce (no `unsafe-inline`), API calls to this origin only, no plugins, no
+ * `<base>` rewriting, no form posts elsewhere, and no framing (clickjacking).
+ */
+export function demoContentSecurityPolicy(nonce: string): string {
+  return [
+    "default-src 'self'",
+    `script-src 'nonce-${nonce}'`,
+    `style-src 'nonce-${nonce}'`,
+    "connect-src 'self'",
+    "img-src 'self'",
+    "object-src 'none'",
+    "base-uri 'none'",
+    "form-action 'none'",
+    "frame-ancestors 'none'",
+  ].join('; ');
+}
+
+/**
+ * GET /demo (under the API prefix): the demo page of issue 5 point 6. Registered only when
+ * DEMO_PAGE=true; otherwise the path is an unknown route (404 `request.not_found`). Each answer
+ * has a fresh CSP nonce, `Cache-Control: no-store` (set for every answer in app.ts) and
+ * `Referrer-Policy: no-referrer`. Hidden from the OpenAPI document: it is no part of the API.
+ */
+export function demoRoutes(deps: { apiPrefix: string }): FastifyPluginAsync {
+  return async (app) => {
+    app.get('/demo', { schema: { hide: true } }, async (_request, reply) => {
+      const nonce = randomBytes(CSP_NONCE_BYTES).toString('base64');
+      return reply
+        .header('content-security-policy', demoContentSecurityPolicy(nonce))
+        .header('referrer-policy', 'no-referrer')
+        .type('text/html; charset=utf-8')
+        .send(demoPageHtml({ nonce, apiPrefix: deps.apiPrefix }));
+    });
+  };
+}

@@ -1,0 +1,93 @@
+import { createLogger } from '../../app.js';
+import {
+  EXIT_ERROR,
+  EXIT_OK,
+  parseCommandArgs,
+  runWithUsage,
+  UsageError,
+  wantsHelp,
+  withCommandDatabase,
+  type DatabaseCommandIo,
+} from '../../cli-support.js';
+import { securityEvent } from '../audit/security-events.js';
+import { UUID_PATTERN } from '../tokens/access-token.service.js';
+import { normalizeUsername } from '../users/identifiers.js';
+import { findUserById, findUserByUsername, type UserRow } from '../users/users.repo.js';
+import { revokeActiveSessions } from './sessions.repo.js';
+
+
+/** `auth-service sessions --help`. */
+export const SESSIONS_USAGE = `Usage: auth-service sessions revoke --user <id|username>
+
+Commands:
+  revoke --user <id|username>   revoke every active session of one user
+
+See "auth-service sessions revoke --help".
+`;
+
+/** `auth-service sessions revoke --help`. */
+export const SESSIONS_REVOKE_USAGE = `Usage: auth-service sessions revoke --user <id|username>
+
+Revokes every active session of the user, as DELETE /auth/v0/sessions would, and prints how
+many it revoked. The user's refresh tokens stop working at once, and so do the access tokens
+at this service (it checks the session on every request). Services that verify access tokens
+with the JWKS alone accept them until they expire (ACCESS_TOKEN_TTL_SECONDS).
+The user can sign in again; to stop that, change the password.
+
+Options:
+  --user U    the user's id (a UUID) or username
+  -h, --help  show this help
+
+The database is the service's (DATABASE_URL, or the embedded one in DATA_DIR: stop the service
+first, the embedded database admits one process at a time).
+`;
+
+/** `sessions revoke`: see {@link SESSIONS_REVOKE_USAGE}. */
+async function revokeCommand(argv: readonly string[], io: DatabaseCommandIo): Promise<number> {
+  const { values } = parseCommandArgs(argv, { user: { type: 'string' } }, { allowPositionals: false });
+  const who = values.user?.trim();
+  if (who === undefined || who === '') throw new UsageError('--user: expected a user id or username');
+
+  return withCommandDatabase(io, async (db, { config, clock }) => {
+    // A username never looks like a UUID (usernames have no hyphens), so the two cannot be confused.
+    const user: UserRow | undefined = UUID_PATTERN.test(who) ? await findUserById(db, who.toLowerCase()) : await findUserByUsername(db, normalizeUsername(who));
+    if (user === undefined) {
+      io.stderr(`No user with ${UUID_PATTERN.test(who) ? 'id' : 'username'} "${who}".\n`);
+      return EXIT_ERROR;
+    }
+    const count = await revokeActiveSessions(db, user.id, 'revoked_by_admin', clock.now());
+    // The audit trail of the service (docs/decisions.md, "Logging"), on stderr so stdout stays the answer.
+    const log = createLogger(config.logLevel, { write: (line: string) => io.stderr(line) });
+    securityEvent(log, 'session.revoked', { userId: user.id, reason: 'revoked_by_admin', count });
+    io.stdout(`Revoked ${count} active session${count === 1 ? '' : 's'} of ${user.username} (${user.id}).\n`);
+    return EXIT_OK;
+  });
+}
+
+/**
+ * `auth-service sessions revoke --user <id|username>` (issue 5 point 4): revokes every active
+ * session of one user (soft, `revoked_reason = 'revoked_by_admin'`) and logs a `session.revoked`
+ * security event to stderr.
+ *
+ * @param argv the arguments after `sessions`.
+ * @returns 0 on success (also when the user had no active session) or help; 1 when the
+ *   configuration is bad, the schema is behind or the user does not exist; 2 on a usage error.
+ * @throws the database's error when it cannot be reached.
+ */
+export async function runSessionsCommand(argv: readonly string[], io: DatabaseCommandIo): Promise<number> {
+  const [subcommand, ...rest] = argv;
+  if (subcommand === 'revoke') {
+    if (wantsHelp(rest)) {
+      io.stdout(SESSIONS_REVOKE_USAGE);
+      return EXIT_OK;
+    }
+    return runWithUsage(SESSIONS_REVOKE_USAGE, io, () => revokeCommand(rest, io));
+  }
+  if (subcommand !== undefined && wantsHelp([subcommand])) {
+    io.stdout(SESSIONS_USAGE);
+    return EXIT_OK;
+  }
+  return runWithUsage(SESSIONS_USAGE, io, async () => {
+    throw new UsageError(subcommand === undefined ? 'Missing subcommand.' : `Unknown subcommand "${subcommand}".`);
+  });
+}

@@ -1,0 +1,104 @@
+import Fastify, { type FastifyInstance, type FastifyReply } from 'fastify';
+import type { Clock } from '../clock.js';
+import type { Db } from '../db/db.js';
+import type { AuthMetrics } from '../metrics.js';
+import { countOutboxEmailsByStatus, oldestPendingEmailCreatedAt } from '../modules/mail/outbox.repo.js';
+import { sendError } from './error-handler.js';
+import { READINESS_TIMEOUT_MS, withTimeout } from './health.js';
+import { requestLogServerOptions } from './request-log.js';
+
+/** Where Prometheus scrapes, outside the API prefix (issue 5 point 3). */
+export const METRICS_PATH = '/metrics';
+
+/** Label of requests that matched no route (404), so a scan of random URLs cannot create series. */
+export const UNMATCHED_ROUTE = 'unmatched';
+
+/** Longest a scrape waits for the outbox query; the same bound as a readiness check. */
+const OUTBOX_QUERY_TIMEOUT_MS = READINESS_TIMEOUT_MS;
+
+const MS_PER_SECOND = 1000;
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    /** The app's Prometheus metrics; services get the same object as a dependency. */
+    metrics: AuthMetrics;
+  }
+}
+
+/** Separate metrics servers started for an app by {@link listenMetrics}, closed with it. */
+const metricsServers = new WeakMap<FastifyInstance, FastifyInstance[]>();
+
+/** Writes the registry in the Prometheus text format. */
+async function sendMetrics(metrics: AuthMetrics, reply: FastifyReply): Promise<FastifyReply> {
+  const body = await metrics.registry.metrics();
+  return reply.type(metrics.registry.contentType).send(body);
+}
+
+/**
+ * Wires {@link AuthMetrics} into the app: decorates `app.metrics`, records every answered
+ * request by method, route pattern (never the raw URL) and status, makes each scrape read the
+ * outbox backlog (bounded by a timeout; a failure is logged once per outage, never thrown), and,
+ * unless `serveRoute` is false (METRICS_PORT set), serves `GET /metrics` on the app itself.
+ * Register it before the routes.
+ */
+export function registerMetrics(app: FastifyInstance, deps: { readonly metrics: AuthMetrics; readonly db: Db; readonly clock: Clock; readonly serveRoute: boolean }): void {
+  const { metrics, db, clock } = deps;
+  app.decorate('metrics', metrics);
+
+  app.addHook('onResponse', async (request, reply) => {
+    metrics.observeHttp({
+      method: request.method,
+      route: request.routeOptions.url ?? UNMATCHED_ROUTE,
+      status: reply.statusCode,
+      durationSeconds: reply.elapsedTime / MS_PER_SECOND,
+    });
+  });
+
+  // Each failure of a scrape's outbox queries is logged once per outage, not per scrape.
+  let outboxUnreadable = false;
+  const readable = <T>(value: T): T => {
+    if (outboxUnreadable) app.log.info('outbox metrics readable again');
+    outboxUnreadable = false;
+    return value;
+  };
+  metrics.trackOutbox(
+    {
+      counts: async () => readable(await withTimeout(countOutboxEmailsByStatus(db), OUTBOX_QUERY_TIMEOUT_MS)),
+      oldestPendingAgeSeconds: async () => {
+        const oldest = readable(await withTimeout(oldestPendingEmailCreatedAt(db), OUTBOX_QUERY_TIMEOUT_MS));
+        return oldest === null ? 0 : Math.max(0, (clock.now().getTime() - oldest.getTime()) / MS_PER_SECOND);
+      },
+    },
+    (err) => {
+      if (!outboxUnreadable) app.log.warn({ err: { message: err instanceof Error ? err.message : String(err) } }, 'outbox metrics unavailable: the database cannot be read');
+      outboxUnreadable = true;
+    },
+  );
+
+  if (deps.serveRoute) {
+    app.get(METRICS_PATH, { config: { quietRequestLog: true }, schema: { hide: true } }, async (_request, reply) => sendMetrics(metrics, reply));
+  }
+  app.addHook('onClose', async () => {
+    await Promise.all((metricsServers.get(app) ?? []).map((server) => server.close()));
+  });
+}
+
+/**
+ * Serves `GET /metrics` of `app` on a port of its own (METRICS_PORT), so the scrape endpoint
+ * can stay off the public listener. The small server logs through the app's logger, answers
+ * anything else 404 `request.not_found`, and closes when `app` closes.
+ * @returns the listening metrics server.
+ * @throws the listen error (port taken).
+ */
+export async function listenMetrics(app: FastifyInstance, options: { readonly host: string; readonly port: number }): Promise<FastifyInstance> {
+  const server = Fastify({ loggerInstance: app.log.child({ server: 'metrics' }), ...requestLogServerOptions() });
+  server.addHook('onSend', async (_request, reply) => {
+    reply.header('cache-control', 'no-store');
+    reply.header('x-content-type-options', 'nosniff');
+  });
+  server.get(METRICS_PATH, async (_request, reply) => sendMetrics(app.metrics, reply));
+  server.setNotFoundHandler((_request, reply) => sendError(reply, 'request.not_found'));
+  metricsServers.set(app, [...(metricsServers.get(app) ?? []), server]);
+  await server.listen({ host: options.host, port: options.port });
+  return server;
+}

@@ -1,0 +1,175 @@
+import { STATUS_CODES } from 'node:http';
+import type { FastifyInstance } from 'fastify';
+import fastifySwagger from '@fastify/swagger';
+import fastifySwaggerUi from '@fastify/swagger-ui';
+
+/** Version of the interface description (spec §9 rule 2), the document's `info.version`. */
+export const INTERFACE_VERSION = '0.1.0';
+
+/** OpenAPI version of the generated document. 3.1 is the version whose schemas are JSON Schema (TypeBox's output, `type: ['string', 'null']` included). */
+export const OPENAPI_VERSION = '3.1.0';
+
+/** Where the document is served, below the API prefix. */
+export const OPENAPI_DOCUMENT_PATH = '/openapi.json';
+
+/** Where the API reference page (Swagger UI) is served, below the API prefix. */
+export const API_REFERENCE_PATH = '/docs';
+
+/** Name of the refresh cookie (spec §5); repeated here so the document does not depend on the sessions module. */
+const REFRESH_COOKIE_NAME = 'refresh_token';
+
+/** What each status means in this service (spec §4, §7; decisions.md §7), the `description` of every response object. */
+const RESPONSE_DESCRIPTIONS: Readonly<Record<string, string>> = {
+  '200': 'OK.',
+  '201': 'Created.',
+  '204': 'Done; no body.',
+  '400': 'Validation failed: body, query or content type invalid (`auth.<operation>.validation_failed`).',
+  '401': 'Missing or invalid credentials: access token, refresh cookie or password (`auth.*`).',
+  '403': 'Refused: email not verified at sign-in (`auth.email_not_verified`), or another user\'s session (`auth.session_forbidden`).',
+  '404': 'Not found: no user with this email (`auth.verify_email.user_not_found`), or no such session (`auth.session_not_found`).',
+  '409': 'Username, email or phone already taken.',
+  '410': 'Verification code expired, wrong, or dead after too many attempts.',
+  '413': 'Request body over 16 KiB (`request.body_too_large`).',
+  '429': 'Rate limited (`auth.<operation>.too_many_attempts` or `auth.verify_email.rate_limited`); retry after `Retry-After` seconds.',
+  '500': 'Internal error (`internal_error`); no internals in the message.',
+  '503': 'Database unreachable or the instance shutting down (`service_unavailable`).',
+};
+
+type JsonObject = { [key: string]: unknown };
+
+function isObject(value: unknown): value is JsonObject {
+  return value !== null && typeof value === 'object' && !Array.isArray(value);
+}
+
+/** JSON with object keys sorted, so two schemas that differ only in key order compare equal. */
+function canonicalJson(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
+  if (isObject(value)) {
+    return `{${Object.keys(value)
+      .sort()
+      .map((k) => `${JSON.stringify(k)}:${canonicalJson(value[k])}`)
+      .join(',')}}`;
+  }
+  return JSON.stringify(value);
+}
+
+/**
+ * Replaces every object schema that has a `title` (the spec's names: SignInRequest, Error,
+ * SessionsResponse, ...) with a `$ref` to `components.schemas.<title>`, innermost first, so
+ * the document names each wire shape once instead of inlining Error on every response.
+ * @throws Error when two different schemas share a title (a programming error; tests build the document).
+ */
+function hoistTitledSchemas(node: unknown, components: JsonObject): unknown {
+  if (Array.isArray(node)) return node.map((item) => hoistTitledSchemas(item, components));
+  if (!isObject(node)) return node;
+  const out: JsonObject = {};
+  for (const [key, value] of Object.entries(node)) out[key] = hoistTitledSchemas(value, components);
+  if (typeof out.title !== 'string' || out.type !== 'object') return out;
+  const name = out.title;
+  const existing = components[name];
+  if (existing !== undefined && canonicalJson(existing) !== canonicalJson(out)) {
+    throw new Error(`OpenAPI: two different schemas are titled "${name}"`);
+  }
+  components[name] = out;
+  return { $ref: `#/components/schemas/${name}` };
+}
+
+/**
+ * Final touches on the generated document: shared shapes become components (see
+ * {@link hoistTitledSchemas}), every response gets a description of what its status means in
+ * this service, and 429 answers document their `Retry-After` header.
+ */
+function finishDocument(document: JsonObject): JsonObject {
+  const components = isObject(document.components) ? document.components : {};
+  const schemas: JsonObject = isObject(components.schemas) ? components.schemas : {};
+  for (const [name, schema] of Object.entries(schemas)) {
+    // A component itself stays; only what it contains is hoisted.
+    if (isObject(schema)) {
+      const inner: JsonObject = {};
+      for (const [key, value] of Object.entries(schema)) inner[key] = hoistTitledSchemas(value, schemas);
+      schemas[name] = inner;
+    }
+  }
+  const paths = isObject(document.paths) ? document.paths : {};
+  for (const pathItem of Object.values(paths)) {
+    if (!isObject(pathItem)) continue;
+    for (const operation of Object.values(pathItem)) {
+      if (!isObject(operation)) continue;
+      if (isObject(operation.requestBody)) operation.requestBody = hoistTitledSchemas(operation.requestBody, schemas);
+      const responses = isObject(operation.responses) ? operation.responses : {};
+      for (const [status, response] of Object.entries(responses)) {
+        if (!isObject(response)) continue;
+        const hoisted = hoistTitledSchemas(response, schemas) as JsonObject;
+        hoisted.description = RESPONSE_DESCRIPTIONS[status] ?? STATUS_CODES[Number(status)] ?? status;
+        if (status === '429') {
+          hoisted.headers = { 'Retry-After': { description: 'Seconds until the limit resets.', schema: { type: 'integer', minimum: 0 } } };
+        }
+        responses[status] = hoisted;
+      }
+    }
+  }
+  components.schemas = Object.fromEntries(Object.entries(schemas).sort(([a], [b]) => a.localeCompare(b)));
+  document.components = components;
+  return document;
+}
+
+/**
+ * Registers the OpenAPI 3.1 document, generated by `@fastify/swagger` from the route schemas
+ * (STYLE habit 2: one schema per wire shape; nothing written by hand), and serves it at
+ * `GET {prefix}/openapi.json`, with a Swagger UI page at `GET {prefix}/docs`. The page's
+ * scripts and styles ship inside `@fastify/swagger-ui` and are served by this process
+ * (`{prefix}/docs/static/...`), so it works offline; the online validator badge is off.
+ *
+ * Must be awaited before the routes are registered: the document is collected from an
+ * `onRoute` hook. Routes with `schema.hide` (these two, health, metrics) are left out.
+ *
+ * Schemas with an `$id` (Error, User, Session) become `components.schemas` entries under that
+ * name and are referenced with `$ref`; other shapes are inlined.
+ */
+export async function registerOpenApi(app: FastifyInstance, options: { readonly prefix: string }): Promise<void> {
+  await app.register(fastifySwagger, {
+    openapi: {
+      openapi: OPENAPI_VERSION,
+      info: {
+        title: 'auth-service',
+        version: INTERFACE_VERSION,
+        description:
+          'Sign-up, email verification, sign-in, RS256 access tokens with a JWKS, refresh-token rotation with reuse detection, sessions. ' +
+          'Every error is an Error body `{code, message}`; the codes are listed in docs/errors.md.',
+        license: { name: 'MIT', identifier: 'MIT' },
+      },
+      components: {
+        securitySchemes: {
+          bearerAuth: {
+            type: 'http',
+            scheme: 'bearer',
+            bearerFormat: 'JWT',
+            description: 'RS256 access token (`typ: at+jwt`) from sign-in or refresh; verify it with the JWKS.',
+          },
+          refreshCookie: {
+            type: 'apiKey',
+            in: 'cookie',
+            name: REFRESH_COOKIE_NAME,
+            description: 'The HttpOnly refresh cookie set by sign-in and refresh (Path=/auth/v0/refresh).',
+          },
+        },
+      },
+    },
+    transformObject: (documentObject) => ('openapiObject' in documentObject ? finishDocument(documentObject.openapiObject as JsonObject) : documentObject.swaggerObject),
+    refResolver: {
+      // Shared shapes keep their own name (`#/components/schemas/Error`) instead of `def-N`.
+      buildLocalReference: (json, _baseUri, _fragment, i) => (typeof json.$id === 'string' ? json.$id : `def-${i}`),
+    },
+  });
+
+  app.get(`${options.prefix}${OPENAPI_DOCUMENT_PATH}`, { schema: { hide: true } }, async (_request, reply) =>
+    reply.type('application/json; charset=utf-8').send(app.swagger()),
+  );
+
+  await app.register(fastifySwaggerUi, {
+    routePrefix: `${options.prefix}${API_REFERENCE_PATH}`,
+    uiConfig: { deepLinking: true },
+    // The online validator badge would call validator.swagger.io; the page must work offline.
+    validatorUrl: false,
+  });
+}

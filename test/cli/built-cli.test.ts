@@ -1,0 +1,113 @@
+import { execFile, spawn } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
+const execFileAsync = promisify(execFile);
+
+/** The package root (this file is test/cli/built-cli.test.ts). */
+const ROOT = path.resolve(import.meta.dirname, '..', '..');
+/** The file package.json "bin" names. */
+const CLI = path.join(ROOT, 'dist', 'src', 'cli.js');
+/** `npm run build` (tsc) takes about 15 s on the 2-core machine; leave room for a busy one. */
+const BUILD_TIMEOUT_MS = 180_000;
+/** How long `serve` may take to listen: PGlite start, migrations and key generation in a fresh DATA_DIR. */
+const SERVE_START_TIMEOUT_MS = 60_000;
+
+const work = mkdtempSync(path.join(tmpdir(), 'auth-built-cli-'));
+
+/** Runs the built CLI to completion with `args`; never rejects on a non-zero exit. */
+async function cli(args: string[], env: Record<string, string> = {}): Promise<{ code: number; stdout: string; stderr: string }> {
+  try {
+    const { stdout, stderr } = await execFileAsync(process.execPath, [CLI, ...args], {
+      cwd: work,
+      env: { PATH: process.env.PATH ?? '', DATA_DIR: path.join(work, 'data'), LOG_LEVEL: 'silent', ...env },
+    });
+    return { code: 0, stdout, stderr };
+  } catch (err) {
+    const e = err as { code?: number; stdout?: string; stderr?: string };
+    return { code: typeof e.code === 'number' ? e.code : -1, stdout: e.stdout ?? '', stderr: e.stderr ?? '' };
+  }
+}
+
+// The built CLI does not depend on the database back end (serve below uses the embedded one),
+// so it runs in the PGlite project only: one build, not two racing ones.
+describe.skipIf(process.env.TEST_DB === 'postgres')('the built CLI (package.json "bin": dist/src/cli.js)', () => {
+  beforeAll(async () => {
+    await execFileAsync('npm', ['run', '--silent', 'build'], { cwd: ROOT, timeout: BUILD_TIMEOUT_MS });
+  }, BUILD_TIMEOUT_MS);
+  afterAll(() => rmSync(work, { recursive: true, force: true }));
+
+  it('is executable and starts with a node shebang (so `npx auth-service` and a global install run it)', () => {
+    expect(readFileSync(CLI, 'utf8').split('\n')[0]).toBe('#!/usr/bin/env node');
+    expect(statSync(CLI).mode & 0o111).toBe(0o111);
+  });
+
+  it('--help lists every command and exits 0', async () => {
+    const res = await cli(['--help']);
+    expect(res).toMatchObject({ code: 0, stderr: '' });
+    for (const command of ['serve', 'migrate', 'keys generate', 'outbox list', 'outbox retry', 'sessions revoke']) {
+      expect(res.stdout).toMatch(new RegExp(`^  ${command} `, 'm'));
+    }
+  });
+
+  it.each([
+    [['serve', '--help'], 'Usage: auth-service serve'],
+    [['migrate', '--help'], 'Usage: auth-service migrate'],
+    [['keys', 'generate', '--help'], 'Usage: auth-service keys generate'],
+    [['outbox', 'list', '--help'], 'Usage: auth-service outbox list'],
+    [['outbox', 'retry', '--help'], 'Usage: auth-service outbox retry'],
+    [['sessions', 'revoke', '--help'], 'Usage: auth-service sessions revoke'],
+  ])('%j prints its usage and exits 0', async (args, usage) => {
+    const res = await cli(args);
+    expect(res).toMatchObject({ code: 0, stderr: '' });
+    expect(res.stdout).toContain(usage);
+  });
+
+  it('an unknown command or a stray argument to serve is a usage error (exit 2); a bad configuration exits 1', async () => {
+    const unknown = await cli(['frobnicate']);
+    expect(unknown.code).toBe(2);
+    expect(unknown.stderr).toContain('Unknown command "frobnicate"');
+    expect((await cli(['serve', 'now'])).code).toBe(2);
+    expect((await cli(['outbox', 'list', '--status', 'lost'])).code).toBe(2);
+    const bad = await cli(['outbox', 'list'], { PORT: 'eighty' });
+    expect(bad.code).toBe(1);
+    expect(bad.stderr).toContain('PORT: expected an integer');
+  });
+
+  it('with no command it serves, as npm start does: listens, answers, and exits 0 on SIGTERM', async () => {
+    const child = spawn(process.execPath, [CLI], {
+      cwd: work,
+      env: { PATH: process.env.PATH ?? '', DATA_DIR: path.join(work, 'serve-data'), HOST: '127.0.0.1', PORT: '0', LOG_LEVEL: 'info' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let output = '';
+    child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString('utf8')));
+    child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString('utf8')));
+    const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+    try {
+      const address = await new Promise<string>((resolve, reject) => {
+        const timer = setTimeout(() => reject(new Error(`serve did not listen in time:\n${output}`)), SERVE_START_TIMEOUT_MS);
+        const check = (): void => {
+          const m = /Server listening at (http:\/\/127\.0\.0\.1:\d+)/.exec(output);
+          if (m !== null) {
+            clearTimeout(timer);
+            resolve(m[1]!);
+          }
+        };
+        child.stdout.on('data', check);
+        void exited.then((code) => reject(new Error(`serve exited with ${code}:\n${output}`)));
+      });
+      const res = await fetch(`${address}/auth/v0/.well-known/jwks.json`);
+      expect(res.status).toBe(200);
+      expect(((await res.json()) as { keys: unknown[] }).keys).toHaveLength(1);
+      expect(output).toContain('SMTP is not configured');
+      child.kill('SIGTERM');
+      expect(await exited).toBe(0);
+    } finally {
+      if (child.exitCode === null) child.kill('SIGKILL');
+    }
+  }, SERVE_START_TIMEOUT_MS + 10_000);
+});
