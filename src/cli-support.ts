@@ -81,12 +81,14 @@ export async function runWithUsage(usage: string, io: CommandIo, body: () => Pro
  * The embedded PGlite database admits one process at a time: stop the service before running a
  * database command against its DATA_DIR (docs/operations.md).
  *
+ * @param options.requireCurrentSchema false only for `migrate`, whose job is a schema that is behind.
  * @returns what `fn` returns, or {@link EXIT_ERROR}.
  * @throws what `fn` or the database throws (a connection error, for example).
  */
 export async function withCommandDatabase(
   io: DatabaseCommandIo,
   fn: (db: Db, context: { config: Config; clock: Clock }) => Promise<number>,
+  options: { requireCurrentSchema: boolean } = { requireCurrentSchema: true },
 ): Promise<number> {
   let config: Config;
   try {
@@ -98,8 +100,8 @@ export async function withCommandDatabase(
   }
   const db = await (io.openDatabase ?? openDatabase)(config);
   try {
-    const status = await schemaStatus(db);
-    if (status.current < status.latest) {
+    const status = options.requireCurrentSchema ? await schemaStatus(db) : undefined;
+    if (status !== undefined && status.current < status.latest) {
       io.stderr(`The database schema is at version ${status.current}, this version of the service needs ${status.latest}: run "auth-service migrate" first.\n`);
       return EXIT_ERROR;
     }

@@ -1,7 +1,5 @@
-import { ConfigError, loadConfig } from '../config.js';
-import { EXIT_ERROR, EXIT_OK, parseCommandArgs, runWithUsage, wantsHelp, type DatabaseCommandIo } from '../cli-support.js';
+import { EXIT_OK, parseCommandArgs, runWithUsage, wantsHelp, withCommandDatabase, type DatabaseCommandIo } from '../cli-support.js';
 import { migrate, schemaStatus } from './migrate.js';
-import { openDatabase } from './open.js';
 
 /** `auth-service migrate --help`. */
 export const MIGRATE_USAGE = `Usage: auth-service migrate
@@ -33,17 +31,7 @@ export async function runMigrateCommand(argv: readonly string[], io: DatabaseCom
   }
   return runWithUsage(MIGRATE_USAGE, io, async () => {
     parseCommandArgs(argv, {}, { allowPositionals: false });
-    let config;
-    try {
-      config = loadConfig(io.env);
-    } catch (err) {
-      if (!(err instanceof ConfigError)) throw err;
-      io.stderr(`${err.message}\n`);
-      return EXIT_ERROR;
-    }
-    // Not withCommandDatabase: that one refuses a schema that is behind, which is what this fixes.
-    const db = await (io.openDatabase ?? openDatabase)(config);
-    try {
+    return withCommandDatabase(io, async (db) => {
       const applied = await migrate(db);
       const status = await schemaStatus(db);
       io.stdout(
@@ -52,8 +40,6 @@ export async function runMigrateCommand(argv: readonly string[], io: DatabaseCom
           : `Applied migrations ${applied.join(', ')}; schema is at version ${status.current}.\n`,
       );
       return EXIT_OK;
-    } finally {
-      await db.close();
-    }
+    }, { requireCurrentSchema: false });
   });
 }
