@@ -1,17 +1,14 @@
-import { STATUS_CODES } from 'node:http';
-import type { Duplex } from 'node:stream';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyReply, type FastifyServerOptions } from 'fastify';
 import pino, { type DestinationStream } from 'pino';
 import fastifyCookie from '@fastify/cookie';
-import fastifyCors from '@fastify/cors';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { systemClock, type Clock } from './clock.js';
 import type { Config } from './config.js';
 import type { Db } from './db/db.js';
-import { ERROR_CATALOG } from './errors.js';
 import { createPasswordHasher, type PasswordHasher } from './crypto/password.js';
 import { registerBodyParsers } from './plugins/body-parsers.js';
 import { registerErrorHandler, sendError } from './plugins/error-handler.js';
+import { answerClientError, registerHttpHardening, setResponseSecurityHeaders } from './plugins/http-hardening.js';
 import { registerHealthRoutes } from './plugins/health.js';
 import { registerMetrics } from './plugins/metrics.js';
 import { registerOpenApi } from './plugins/openapi.js';
@@ -77,50 +74,7 @@ declare module 'fastify' {
   }
 }
 
-/** The HTTP methods of the interface (spec §4): what a CORS preflight may ask for. */
-export const CORS_METHODS: readonly string[] = ['GET', 'HEAD', 'POST', 'DELETE'];
 
-/** The JSON content type of every body this service writes. */
-const JSON_CONTENT_TYPE = 'application/json; charset=utf-8';
-
-/**
- * Headers every answer carries (docs/decisions.md, "Caching"): `Cache-Control: no-store` unless
- * the route set its own policy (only the JWKS does: `public, max-age=300`, spec §4), and
- * `X-Content-Type-Options: nosniff`.
- */
-function setResponseSecurityHeaders(reply: FastifyReply): void {
-  if (!reply.hasHeader('cache-control')) reply.header('cache-control', 'no-store');
-  reply.header('x-content-type-options', 'nosniff');
-}
-
-/**
- * Answers an HTTP-level client error that never reaches routing (a malformed request line or
- * header, headers over Node's size limit, a request timeout) in the service's own shape: the
- * catalog's `request.invalid` body `{code, message}`, JSON with charset, `no-store` and
- * `nosniff`, then closes the connection. The status is Fastify's default: 408 for a timeout,
- * 431 for oversized headers, else 400. Replaces Fastify's default handler, whose body
- * (`{error, message, statusCode}`) is not the spec's Error (§7).
- */
-function answerClientError(err: NodeJS.ErrnoException, socket: Duplex): void {
-  if (err.code === 'ECONNRESET' || socket.destroyed) return;
-  const status = err.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? 408 : err.code === 'HPE_HEADER_OVERFLOW' ? 431 : 400;
-  const body = JSON.stringify({ code: 'request.invalid', message: ERROR_CATALOG['request.invalid'].message });
-  if (socket.writable) {
-    socket.write(
-      `HTTP/1.1 ${status} ${STATUS_CODES[status] ?? ''}\r\n` +
-        `Content-Type: ${JSON_CONTENT_TYPE}\r\nContent-Length: ${Buffer.byteLength(body)}\r\n` +
-        'Cache-Control: no-store\r\nX-Content-Type-Options: nosniff\r\nConnection: close\r\n\r\n' +
-        body,
-    );
-  }
-  socket.destroy(err);
-}
-
-function trimEmailMember(input: unknown): void {
-  if (input !== null && typeof input === 'object' && 'email' in input && typeof input.email === 'string') {
-    (input as { email: string }).email = input.email.trim();
-  }
-}
 
 /** Log serialiser for requests: method and path only. The query string can carry a verification code. */
 function requestSerializer(req: { method: string; url: string; ip?: string }): Record<string, unknown> {
@@ -179,39 +133,8 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   registerBodyParsers(app);
   registerRequestLog(app);
   await app.register(fastifyCookie);
-  if (config.corsOrigins.length > 0) {
-    const allowedOrigins = new Set(config.corsOrigins);
-    await app.register(fastifyCors, {
-      // A listed origin is echoed back with credentials allowed (never `*`). Any other origin,
-      // or none, gets no CORS header at all (not even Access-Control-Allow-Credentials), and its
-      // preflight falls through to the 404 handler. `Vary: Origin` is always sent, so caches
-      // (the JWKS is publicly cacheable) keep the variants apart.
-      origin: (origin, callback) => callback(null, origin !== undefined && allowedOrigins.has(origin) ? origin : false),
-      credentials: true,
-      methods: [...CORS_METHODS],
-    });
-  }
-  // Load shedding while closing (after CORS, so a browser app can read the answer): requests
-  // still arriving on open keep-alive connections get 503 `service_unavailable` with
-  // `Connection: close` (set by Fastify), and no handler runs.
-  let closing = false;
-  app.addHook('preClose', async () => {
-    closing = true;
-  });
-  app.addHook('onRequest', async (_request, reply) => {
-    if (closing) return sendError(reply, 'service_unavailable');
-  });
+  await registerHttpHardening(app, { corsOrigins: config.corsOrigins });
   app.decorateRequest('auth', null);
-  // decisions.md §3: emails are trimmed. Trim before validation so that the email format check
-  // sees the trimmed address (body and query alike).
-  app.addHook('preValidation', async (request) => {
-    trimEmailMember(request.body);
-    trimEmailMember(request.query);
-  });
-  app.addHook('onSend', async (_request, reply) => {
-    // Nothing this service answers may be cached by default; JWKS sets its own public policy.
-    setResponseSecurityHeaders(reply);
-  });
 
   // Services.
   const keys =
