@@ -1,0 +1,532 @@
+// Shared pieces of the benchmark (bench/run.mjs) and the profiler (bench/profile.mjs): the
+// machine check, the PostgreSQL database, the service and reference child processes, the test
+// data, the scenarios and one autocannon measurement. Every loop here is bounded (a count or a
+// deadline), and every request goes to 127.0.0.1.
+import { spawn, spawnSync } from 'node:child_process';
+import { generateKeyPairSync } from 'node:crypto';
+import { createWriteStream, readFileSync, writeFileSync } from 'node:fs';
+import { createServer, request as httpRequest } from 'node:http';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import autocannon from 'autocannon';
+import pg from 'pg';
+
+/** The repository root (bench/..). */
+export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+/** The machine's PostgreSQL server as the superuser; the benchmark creates and drops its own database there. */
+export const ADMIN_URL = process.env.BENCH_ADMIN_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
+/** Every benchmark user has this password: a passphrase the password policy accepts. */
+export const PASSWORD = 'correct horse battery staple';
+/** Users (and sessions) per pool: one per connection at the highest concurrency measured. */
+export const POOL_USERS = 32;
+/** Sessions of the user whose `GET /sessions` is measured (issue 6). */
+export const LISTED_SESSIONS = 10;
+/** Longest wait for a child process to answer HTTP after it was spawned. */
+const READY_TIMEOUT_MS = 30_000;
+/** Interval between readiness probes: fine enough to time a start of a few hundred milliseconds. */
+const READY_POLL_MS = 5;
+/** Longest wait for a child to exit after SIGTERM before it is killed. */
+const STOP_TIMEOUT_MS = 15_000;
+/** Parallel requests while preparing users and sessions (not timed). */
+const PREPARE_CONCURRENCY = 4;
+/** Rate limits off, so the benchmark measures the endpoints, not the limiter (docs/performance.md). */
+export const RATE_LIMITS_OFF = {
+  RATE_LIMIT_SIGN_IN_PER_IDENTIFIER: '0',
+  RATE_LIMIT_SIGN_IN_PER_IP: '0',
+  RATE_LIMIT_SIGN_UP_PER_IP: '0',
+  RATE_LIMIT_VERIFY_PER_ADDRESS: '0',
+};
+
+export const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** A number from the environment, or `fallback` when unset. */
+export function envNumber(name, fallback) {
+  const raw = process.env[name];
+  if (raw === undefined || raw.trim() === '') return fallback;
+  const value = Number(raw);
+  if (!Number.isFinite(value) || value < 0) throw new Error(`${name}: expected a non-negative number, got "${raw}"`);
+  return value;
+}
+
+export function median(values) {
+  const xs = values.filter((v) => typeof v === 'number' && Number.isFinite(v)).sort((a, b) => a - b);
+  if (xs.length === 0) return null;
+  const mid = Math.floor(xs.length / 2);
+  return xs.length % 2 === 1 ? xs[mid] : (xs[mid - 1] + xs[mid]) / 2;
+}
+
+/** The `p`-th percentile (0 to 100) of sorted `xs`, nearest rank. */
+export function percentile(sorted, p) {
+  if (sorted.length === 0) return null;
+  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))];
+}
+
+export function log(message) {
+  process.stderr.write(`[bench ${new Date().toISOString().slice(11, 19)}] ${message}\n`);
+}
+
+/** The 1-, 5- and 15-minute load averages. */
+export function loadAverage() {
+  const [one, five, fifteen] = readFileSync('/proc/loadavg', 'utf8').split(' ').map(Number);
+  return { one, five, fifteen };
+}
+
+/**
+ * Waits until the 1-minute load is below `maxLoad` (other engineers run test suites on the
+ * same cores), polling every `pollSeconds`, for at most `timeoutSeconds`.
+ * @returns the load before and after, the seconds waited, and whether the machine was quiet.
+ */
+export async function waitForQuiet({ maxLoad, timeoutSeconds, pollSeconds }) {
+  const before = loadAverage();
+  const started = Date.now();
+  let now = before;
+  const polls = Math.ceil(timeoutSeconds / pollSeconds);
+  for (let i = 0; i < polls && now.one >= maxLoad; i++) {
+    log(`machine busy (1-min load ${now.one} >= ${maxLoad}); waiting ${pollSeconds} s (${Math.round((Date.now() - started) / 1000)} s of at most ${timeoutSeconds} s)`);
+    await sleep(pollSeconds * 1000);
+    now = loadAverage();
+  }
+  const quiet = now.one < maxLoad;
+  if (!quiet) log(`machine still busy after ${timeoutSeconds} s (1-min load ${now.one}); measuring anyway, the load is recorded`);
+  return { before, after: now, waitedSeconds: Math.round((Date.now() - started) / 1000), quiet, maxLoad };
+}
+
+/** Starts the machine's PostgreSQL cluster when it does not answer (as .ci/run does). */
+export async function ensurePostgres() {
+  const ready = () => spawnSync('pg_isready', ['-h', '127.0.0.1', '-p', '5432', '-q']).status === 0;
+  if (ready()) return;
+  const version = spawnSync('ls', ['/etc/postgresql'], { encoding: 'utf8' }).stdout.trim().split('\n')[0];
+  log(`starting PostgreSQL ${version}`);
+  spawnSync('pg_ctlcluster', ['--skip-systemctl-redirect', version, 'main', 'start'], { stdio: 'inherit' });
+  for (let i = 0; i < 30 && !ready(); i++) await sleep(1000);
+  if (!ready()) throw new Error('PostgreSQL does not answer on 127.0.0.1:5432');
+}
+
+/** Runs `fn` with a client on `url`, closed afterwards. */
+export async function withClient(url, fn) {
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    return await fn(client);
+  } finally {
+    await client.end();
+  }
+}
+
+/** The server's version string (`SHOW server_version`). */
+export async function postgresVersion() {
+  return withClient(ADMIN_URL, async (c) => (await c.query('SHOW server_version')).rows[0].server_version);
+}
+
+/** Creates the database `name` on the machine's server; returns its URL. */
+export async function createDatabase(name) {
+  await withClient(ADMIN_URL, (c) => c.query(`CREATE DATABASE ${name}`));
+  const url = new URL(ADMIN_URL);
+  url.pathname = `/${name}`;
+  return url.toString();
+}
+
+export async function dropDatabase(name) {
+  await withClient(ADMIN_URL, (c) => c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`));
+}
+
+/** Writes a fresh RSA-2048 signing key for this run (PKCS#8 PEM, mode 0600); returns its path. */
+export function writeSigningKey(dir) {
+  const { privateKey } = generateKeyPairSync('rsa', { modulusLength: 2048, privateKeyEncoding: { type: 'pkcs8', format: 'pem' }, publicKeyEncoding: { type: 'spki', format: 'pem' } });
+  const file = path.join(dir, 'jwt-signing-key.pem');
+  writeFileSync(file, privateKey, { mode: 0o600 });
+  return file;
+}
+
+/** A TCP port that was free a moment ago on 127.0.0.1. */
+export async function freePort() {
+  const server = createServer();
+  await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address();
+  await new Promise((resolve) => server.close(resolve));
+  return port;
+}
+
+/** VmHWM (peak resident set) and VmRSS of a process, in MiB, from /proc/<pid>/status. */
+export function memoryOf(pid) {
+  try {
+    const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+    const kib = (field) => Number(new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(status)?.[1] ?? NaN);
+    return { peakRssMiB: kib('VmHWM') / 1024, rssMiB: kib('VmRSS') / 1024 };
+  } catch {
+    return { peakRssMiB: null, rssMiB: null };
+  }
+}
+
+/** One GET to 127.0.0.1; resolves with the status, or rejects (connection refused while starting). */
+function probe(port, urlPath) {
+  return new Promise((resolve, reject) => {
+    const req = httpRequest({ host: '127.0.0.1', port, path: urlPath, method: 'GET', agent: false, timeout: 1000 }, (res) => {
+      res.resume();
+      res.on('end', () => resolve(res.statusCode));
+    });
+    req.on('timeout', () => req.destroy(new Error('probe timeout')));
+    req.on('error', reject);
+    req.end();
+  });
+}
+
+/**
+ * Spawns `node <args>` and waits for the first successful (2xx) answer to `GET readyPath` on
+ * `port`, probing every {@link READY_POLL_MS} ms for at most {@link READY_TIMEOUT_MS} ms.
+ * @returns the child and the milliseconds from spawn to that first answer.
+ */
+async function spawnUntilReady({ args, env, port, readyPath, logFile, readyTimeoutMs = READY_TIMEOUT_MS }) {
+  const out = createWriteStream(logFile, { flags: 'a' });
+  const started = performance.now();
+  const child = spawn(process.execPath, args, { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
+  child.stdout.pipe(out, { end: false });
+  child.stderr.pipe(out, { end: false });
+  let exited = null;
+  child.once('exit', (code, signal) => (exited = { code, signal }));
+  const deadline = started + readyTimeoutMs;
+  while (performance.now() < deadline) {
+    if (exited !== null) throw new Error(`${args.join(' ')} exited (${JSON.stringify(exited)}) before answering; see ${logFile}`);
+    try {
+      const status = await probe(port, readyPath);
+      if (status >= 200 && status < 300) {
+        const readyMs = performance.now() - started;
+        return { child, readyMs, pid: child.pid, url: `http://127.0.0.1:${port}`, logFile, stop: () => stopChild(child) };
+      }
+    } catch {
+      // not listening yet
+    }
+    await sleep(READY_POLL_MS);
+  }
+  child.kill('SIGKILL');
+  throw new Error(`${args.join(' ')} did not answer within ${readyTimeoutMs} ms; see ${logFile}`);
+}
+
+/** SIGTERM, then SIGKILL after {@link STOP_TIMEOUT_MS}; resolves with the exit code. */
+export function stopChild(child) {
+  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve(child.exitCode);
+  return new Promise((resolve) => {
+    const timer = setTimeout(() => child.kill('SIGKILL'), STOP_TIMEOUT_MS);
+    child.once('exit', (code) => {
+      clearTimeout(timer);
+      resolve(code);
+    });
+    child.kill('SIGTERM');
+  });
+}
+
+/** The environment of the service: this process's, minus the service's own settings, plus `settings`. */
+export function serviceEnv(settings) {
+  const env = { ...process.env };
+  for (const name of Object.keys(env)) {
+    if (/^(DATABASE_URL|DATA_DIR|JWT_|SMTP_|RATE_LIMIT_|PORT$|HOST$|METRICS_PORT$|LOG_LEVEL$|MIGRATE_ON_START$|DEMO_PAGE$|CORS_ORIGINS$|TRUST_PROXY$)/.test(name)) delete env[name];
+  }
+  return { ...env, HOST: '127.0.0.1', LOG_LEVEL: 'warn', ...RATE_LIMITS_OFF, ...settings };
+}
+
+/**
+ * Starts the built service (`node dist/src/main.js`, or another build's `script`) with `env`;
+ * `nodeArgs` go before the script (`--cpu-prof`). Ready means its first successful HTTP answer
+ * (GET /healthz).
+ */
+export async function startService({ env, nodeArgs = [], logFile, script = 'dist/src/main.js' }) {
+  const port = await freePort();
+  return spawnUntilReady({ args: [...nodeArgs, script], env: { ...env, PORT: String(port) }, port, readyPath: '/healthz', logFile });
+}
+
+/** Starts a reference server of bench/reference-server.mjs (`empty` or `pk <table> <ids file>`). */
+export async function startReference({ args, env, logFile }) {
+  const port = await freePort();
+  // The PGlite reference fills its table before it listens: allow it minutes, not seconds.
+  return spawnUntilReady({ args: ['bench/reference-server.mjs', ...args], env: { ...env, PORT: String(port) }, port, readyPath: args[0] === 'empty' ? '/' : '/0', logFile, readyTimeoutMs: 10 * READY_TIMEOUT_MS });
+}
+
+/** Runs bench/argon2-ceiling.mjs in a child process with `env` (the service's thread pool size). */
+export function argon2Ceiling({ op, parallel, seconds, warmupSeconds, env }) {
+  const run = spawnSync(process.execPath, ['bench/argon2-ceiling.mjs', op, String(parallel), String(seconds), String(warmupSeconds)], {
+    cwd: ROOT,
+    env,
+    encoding: 'utf8',
+    timeout: (seconds + warmupSeconds + 60) * 1000,
+  });
+  if (run.status !== 0) throw new Error(`argon2-ceiling failed: ${run.stderr}`);
+  return JSON.parse(run.stdout.trim().split('\n').pop());
+}
+
+/** The refresh token from a response's `set-cookie` header(s), or undefined. */
+export function refreshTokenOf(setCookie) {
+  for (const line of [setCookie].flat()) {
+    const match = typeof line === 'string' ? /(?:^|,\s*)refresh_token=([A-Za-z0-9_-]+)/.exec(line) : null;
+    if (match) return match[1];
+  }
+  return undefined;
+}
+
+/** The few API calls the preparation needs (through fetch, to 127.0.0.1 only). */
+export function apiClient(baseUrl) {
+  const call = async (method, urlPath, { body, headers = {} } = {}) => {
+    const res = await fetch(`${baseUrl}/auth/v0${urlPath}`, {
+      method,
+      headers: { ...(body === undefined ? {} : { 'content-type': 'application/json' }), ...headers },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+    const text = await res.text();
+    return { status: res.status, json: text === '' ? null : JSON.parse(text), cookie: refreshTokenOf(res.headers.getSetCookie()) };
+  };
+  const expect = (res, status, what) => {
+    if (res.status !== status) throw new Error(`${what}: expected ${status}, got ${res.status} ${JSON.stringify(res.json)}`);
+    return res;
+  };
+  return {
+    async signUp(username, phone) {
+      const res = await call('POST', '/sign-up', { body: { username, phone, password: PASSWORD } });
+      if (res.status !== 201 && res.json?.code !== 'auth.sign_up.username_taken') expect(res, 201, `sign-up ${username}`);
+    },
+    /** A new session: its refresh token and access token. */
+    async signIn(username) {
+      const res = expect(await call('POST', '/sign-in', { body: { username, password: PASSWORD } }), 200, `sign-in ${username}`);
+      return { refreshToken: res.cookie, accessToken: res.json.tokens.access_token };
+    },
+    /** Rotates a session's refresh token: the new refresh token and a fresh access token. */
+    async refresh(refreshToken) {
+      const res = expect(await call('POST', '/refresh', { headers: { cookie: `refresh_token=${refreshToken}` } }), 200, 'refresh');
+      return { refreshToken: res.cookie, accessToken: res.json.tokens.access_token };
+    },
+  };
+}
+
+/** Runs `fn` over `items` with at most `limit` calls in flight; results in order. */
+export async function mapLimit(items, limit, fn) {
+  const results = new Array(items.length);
+  let next = 0;
+  const worker = async () => {
+    for (let i = next++; i < items.length; i = next++) results[i] = await fn(items[i], i);
+  };
+  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
+  return results;
+}
+
+/** A phone number in the stored form, unique per (prefix, i): `+<prefix><i padded to 10 digits>`. */
+const phoneOf = (prefix, i) => `+${prefix}${String(i).padStart(10, '0')}`;
+
+/**
+ * Inserts `count` users, each with one device, one active session and one live refresh token,
+ * straight into the database (not through the API: the point is the size of the tables the
+ * measured statements search, not argon2id). Works on PostgreSQL and PGlite alike.
+ */
+export async function insertBallast(query, count, passwordHash) {
+  if (count <= 0) return;
+  await query(
+    `INSERT INTO users (id, username, email, phone, password_hash, is_email_verified, created_at, updated_at)
+     SELECT gen_random_uuid(), 'ballast_' || g, NULL, '+40' || lpad(g::text, 10, '0'), $1, false, now(), now()
+       FROM generate_series(1, ${Number(count)}) g`,
+    [passwordHash],
+  );
+  await query(
+    `INSERT INTO devices (id, user_id, ip, user_agent, created_at)
+     SELECT gen_random_uuid(), u.id, '127.0.0.1', 'ballast', now() FROM users u WHERE u.username LIKE 'ballast\\_%'`,
+  );
+  await query(
+    `INSERT INTO sessions (id, user_id, device_id, ip, user_agent, created_at, last_used_at, expires_at)
+     SELECT gen_random_uuid(), d.user_id, d.id, d.ip, d.user_agent, now(), now(), now() + interval '30 days'
+       FROM devices d WHERE d.user_agent = 'ballast'`,
+  );
+  await query(
+    `INSERT INTO refresh_tokens (id, session_id, token_hash, parent_id, created_at)
+     SELECT gen_random_uuid(), s.id, encode(sha256(s.id::text::bytea), 'base64'), NULL, now()
+       FROM sessions s WHERE s.user_agent = 'ballast'`,
+  );
+  await query('ANALYZE');
+}
+
+/**
+ * The benchmark's users, created through the API once per database (phone-only, so no email
+ * verification is needed): pools of {@link POOL_USERS} for `/me`, sign-in and refresh, and one
+ * user with {@link LISTED_SESSIONS} sessions for `GET /sessions`.
+ */
+export async function prepareUsers(api) {
+  const names = (prefix, phonePrefix, n) => Array.from({ length: n }, (_, i) => ({ username: `${prefix}_${i}`, phone: phoneOf(phonePrefix, i) }));
+  const me = names('me', 51, POOL_USERS);
+  const signIn = names('si', 53, POOL_USERS);
+  const refresh = names('rf', 54, POOL_USERS);
+  const lister = { username: 'lister', phone: phoneOf(52, 0) };
+  await mapLimit([...me, ...signIn, ...refresh, lister], PREPARE_CONCURRENCY, (u) => api.signUp(u.username, u.phone));
+  const meSessions = await mapLimit(me, PREPARE_CONCURRENCY, (u) => api.signIn(u.username));
+  const listerSessions = await mapLimit(Array.from({ length: LISTED_SESSIONS }), PREPARE_CONCURRENCY, () => api.signIn(lister.username));
+  return {
+    meSessions,
+    listerSessions,
+    signInUsers: signIn.map((u) => u.username),
+    refreshUsers: refresh.map((u) => u.username),
+    refreshPool: [],
+    signUpSeq: 0,
+  };
+}
+
+/** Rotates every session in `sessions` (in place) so that their access tokens are fresh. */
+export async function freshenTokens(api, sessions) {
+  const fresh = await mapLimit(sessions, PREPARE_CONCURRENCY, (s) => api.refresh(s.refreshToken));
+  fresh.forEach((s, i) => (sessions[i] = s));
+}
+
+/**
+ * Tops the pool of refresh tokens up to `size` live ones by signing in the refresh users.
+ * Tokens that were in flight when a run stopped are dropped beforehand by the scenario: the
+ * server may have rotated them, and presenting one again would be reuse.
+ */
+export async function fillRefreshPool(api, data, size) {
+  const missing = Math.max(0, size - data.refreshPool.length);
+  const sessions = await mapLimit(Array.from({ length: missing }), PREPARE_CONCURRENCY, (_, i) => api.signIn(data.refreshUsers[i % data.refreshUsers.length]));
+  data.refreshPool.push(...sessions.map((s) => s.refreshToken));
+}
+
+const JSON_HEADERS = { 'content-type': 'application/json' };
+
+/**
+ * The measured scenarios. `requests(data)` builds autocannon's request list; `prepare` runs
+ * (untimed) before each measurement; `after` after it. `reference` names what the service is
+ * compared with: a reference server (`empty`, `pk`) or the argon2id ceiling (`hash`, `verify`).
+ */
+export const SCENARIOS = [
+  {
+    name: 'me',
+    label: 'GET /auth/v0/me',
+    reference: 'pk',
+    target: { ratio: 0.65, p99Ms: 10 },
+    prepare: (api, data) => freshenTokens(api, data.meSessions),
+    requests(data) {
+      let i = 0;
+      return [{ method: 'GET', path: '/auth/v0/me', setupRequest: (req) => ({ ...req, headers: { ...req.headers, authorization: `Bearer ${data.meSessions[i++ % data.meSessions.length].accessToken}` } }) }];
+    },
+  },
+  {
+    name: 'refresh',
+    label: 'POST /auth/v0/refresh',
+    reference: 'pk',
+    target: { ratio: 0.2 },
+    prepare: (api, data, { connections }) => fillRefreshPool(api, data, Math.max(connections, 1)),
+    requests(data) {
+      // autocannon resets a connection's context each time it starts its request list again
+      // (here: every request), so the context carries a refresh token from setupRequest to
+      // onResponse only. Each request checks a live token out of the shared pool and puts the
+      // rotated one back: no two requests in flight ever share a family, and every token is
+      // presented exactly once (a second use would be reuse and revoke the session).
+      const inFlight = new Set();
+      data.refreshInFlight = inFlight;
+      return [
+        {
+          method: 'POST',
+          path: '/auth/v0/refresh',
+          setupRequest(req, context) {
+            const token = data.refreshPool.shift();
+            context.token = token;
+            if (token === undefined) return { ...req, headers: { ...req.headers } };
+            inFlight.add(token);
+            return { ...req, headers: { ...req.headers, cookie: `refresh_token=${token}` } };
+          },
+          onResponse(status, _body, context, headers) {
+            if (context.token !== undefined) inFlight.delete(context.token);
+            const next = status === 200 ? refreshTokenOf(headers['set-cookie'] ?? headers['Set-Cookie']) : undefined;
+            if (next !== undefined) data.refreshPool.push(next);
+          },
+        },
+      ];
+    },
+    // Tokens whose answer never came back (the run stopped) may have been rotated: drop them.
+    after: (data) => data.refreshInFlight?.clear(),
+  },
+  {
+    name: 'sign-in',
+    label: 'POST /auth/v0/sign-in',
+    reference: 'verify',
+    target: { ratio: 0.85 },
+    requests(data) {
+      let i = 0;
+      return [
+        {
+          method: 'POST',
+          path: '/auth/v0/sign-in',
+          headers: JSON_HEADERS,
+          setupRequest: (req) => ({ ...req, body: JSON.stringify({ username: data.signInUsers[i++ % data.signInUsers.length], password: PASSWORD }) }),
+        },
+      ];
+    },
+  },
+  {
+    name: 'sign-up',
+    label: 'POST /auth/v0/sign-up',
+    reference: 'hash',
+    target: { ratio: 0.7 },
+    requests(data) {
+      return [
+        {
+          method: 'POST',
+          path: '/auth/v0/sign-up',
+          headers: JSON_HEADERS,
+          setupRequest(req) {
+            const n = ++data.signUpSeq;
+            return { ...req, body: JSON.stringify({ username: `su_${n}`, phone: phoneOf(7, n), password: PASSWORD }) };
+          },
+        },
+      ];
+    },
+  },
+  {
+    name: 'jwks',
+    label: 'GET /auth/v0/.well-known/jwks.json',
+    reference: 'empty',
+    target: { ratio: 0.5 },
+    requests: () => [{ method: 'GET', path: '/auth/v0/.well-known/jwks.json' }],
+  },
+  {
+    name: 'sessions',
+    label: 'GET /auth/v0/sessions (10 sessions)',
+    reference: 'pk',
+    target: {},
+    prepare: (api, data) => freshenTokens(api, data.listerSessions),
+    requests(data) {
+      let i = 0;
+      return [{ method: 'GET', path: '/auth/v0/sessions', setupRequest: (req) => ({ ...req, headers: { ...req.headers, authorization: `Bearer ${data.listerSessions[i++ % data.listerSessions.length].accessToken}` } }) }];
+    },
+  },
+];
+
+/** Requests for the reference servers: `{}` at `/`, and the primary-key route at `/<n>` (n spreads over the ids). */
+export function referenceRequests(kind) {
+  if (kind === 'empty') return [{ method: 'GET', path: '/' }];
+  let n = 0;
+  return [{ method: 'GET', path: '/0', setupRequest: (req) => ({ ...req, path: `/${n++}` }) }];
+}
+
+/**
+ * One autocannon run against `url` (127.0.0.1 only): `connections` keep-alive connections, no
+ * pipelining, for `seconds`. Latency percentiles are computed here from autocannon's per-response
+ * times (high-resolution, successful answers only); autocannon's own histogram has 1 ms steps.
+ */
+export async function measure({ url, requests, connections, seconds }) {
+  if (!url.startsWith('http://127.0.0.1:')) throw new Error(`refusing to load ${url}: only 127.0.0.1`);
+  const latencies = [];
+  const instance = autocannon({ url, connections, pipelining: 1, duration: seconds, timeout: 10, requests });
+  instance.on('response', (_client, statusCode, _bytes, responseTime) => {
+    if (statusCode >= 200 && statusCode < 300) latencies.push(responseTime);
+  });
+  const result = await instance;
+  latencies.sort((a, b) => a - b);
+  const ok = result['2xx'];
+  return {
+    connections,
+    seconds: result.duration,
+    reqPerSec: ok / result.duration,
+    autocannonReqPerSecAvg: result.requests.average,
+    requests: result.requests.total,
+    ok,
+    p50Ms: percentile(latencies, 50),
+    p90Ms: percentile(latencies, 90),
+    p99Ms: percentile(latencies, 99),
+    maxMs: latencies.at(-1) ?? null,
+    errors: result.errors,
+    timeouts: result.timeouts,
+    non2xx: result.non2xx,
+    statusCodes: Object.fromEntries(Object.entries(result.statusCodeStats ?? {}).map(([code, v]) => [code, v.count])),
+  };
+}
