@@ -1,3 +1,4 @@
+import { availableParallelism } from 'node:os';
 import { hash, verify } from '@node-rs/argon2';
 import type { Argon2Params } from '../config.js';
 
@@ -79,25 +80,62 @@ function parseArgon2Phc(phc: string): Argon2PhcHeader | undefined {
 }
 
 /**
- * Builds an argon2id {@link PasswordHasher} with the given cost (OWASP minimum in production;
- * tests pass cheap parameters). Hashing runs on libuv's thread pool.
+ * How many argon2id hashes or verifications run at once by default: one per CPU core
+ * (`os.availableParallelism()`). The work is CPU-bound, so more in flight add no throughput
+ * (on 2 cores, 2, 3 and 4 parallel hashes ran at the same rate, docs/performance.md), while each
+ * holds `memoryCost` KiB (19 MiB at OWASP's minimum) and slows the others down; further calls
+ * wait their turn in order. They run on libuv's thread pool, whose size (UV_THREADPOOL_SIZE, 4
+ * by default) caps this number: on machines with more than 4 cores, set it to the core count.
  */
-export async function createPasswordHasher(params: Argon2Params): Promise<PasswordHasher> {
-  const options = { algorithm: ARGON2ID, memoryCost: params.memoryCost, timeCost: params.timeCost, parallelism: params.parallelism };
-  const hashPassword = (password: string): Promise<string> => hash(password, options);
+export function argon2Concurrency(): number {
+  return availableParallelism();
+}
+
+/** Runs at most `max` of the given tasks at once; the others start in call order as slots free up. */
+function concurrencyLimit(max: number): <T>(task: () => Promise<T>) => Promise<T> {
+  let running = 0;
+  const waiting: (() => void)[] = [];
+  const release = (): void => {
+    const next = waiting.shift();
+    if (next === undefined) running--;
+    else next(); // the slot passes straight to the next caller
+  };
+  return async (task) => {
+    if (running < max) running++;
+    else await new Promise<void>((resolve) => waiting.push(resolve));
+    try {
+      return await task();
+    } finally {
+      release();
+    }
+  };
+}
+
+/**
+ * Builds an argon2id {@link PasswordHasher} with the given cost (OWASP minimum in production;
+ * tests pass cheap parameters). Hashing runs on libuv's thread pool, at most
+ * `options.concurrency` ({@link argon2Concurrency} by default) at a time. The dummy hash for
+ * unknown users is computed in the background from the start; the first such sign-in waits for it.
+ */
+export async function createPasswordHasher(params: Argon2Params, options: { readonly concurrency?: number } = {}): Promise<PasswordHasher> {
+  const argon2Options = { algorithm: ARGON2ID, memoryCost: params.memoryCost, timeCost: params.timeCost, parallelism: params.parallelism };
+  const limit = concurrencyLimit(options.concurrency ?? argon2Concurrency());
+  const hashPassword = (password: string): Promise<string> => limit(() => hash(password, argon2Options));
   const verifyPassword = async (phc: string, password: string): Promise<boolean> => {
     try {
-      return await verify(phc, password);
+      return await limit(() => verify(phc, password));
     } catch {
       return false;
     }
   };
-  const dummyHash = await hashPassword('dummy password for unknown users');
+  const dummyHash = hashPassword('dummy password for unknown users');
+  // Never fails in practice; if it did, the first unknown-user sign-in would answer 500.
+  dummyHash.catch(() => undefined);
   return {
     hash: hashPassword,
     verify: verifyPassword,
     async verifyDummy(password: string): Promise<void> {
-      await verifyPassword(dummyHash, password);
+      await verifyPassword(await dummyHash, password);
     },
     needsRehash(phc: string): boolean {
       const header = parseArgon2Phc(phc);

@@ -47,12 +47,40 @@ export const IDLE_IN_TRANSACTION_TIMEOUT_MS = 10_000;
 /** pg's message when {@link QUERY_TIMEOUT_MS} fired: the connection may still be busy with the statement. */
 const QUERY_READ_TIMEOUT = 'Query read timeout';
 
-function wrap(client: pg.Pool | pg.PoolClient, options: { queryTimeoutMs: number | undefined }): Queryable {
+/**
+ * Most distinct statement texts run as named (server-side prepared) statements; any further
+ * ones run unnamed. The service's statements are fixed texts (a few dozen), so all of them are
+ * prepared, while a connection can never accumulate prepared statements without bound.
+ */
+export const MAX_PREPARED_STATEMENTS = 200;
+/** Statement name per SQL text, shared by every pool of the process (a name always means one text). */
+const preparedNames = new Map<string, string>();
+
+/**
+ * The name under which `sql` runs as a prepared statement, or undefined to run it unnamed.
+ * Prepared, PostgreSQL parses and plans a statement once per connection instead of on every
+ * execution; for the indexed single-row statements of a request, planning took longer than
+ * executing (docs/performance.md). Behind PgBouncer in transaction mode this needs its
+ * `max_prepared_statements` (1.21 or newer).
+ */
+function preparedName(sql: string): string | undefined {
+  let name = preparedNames.get(sql);
+  if (name === undefined && preparedNames.size < MAX_PREPARED_STATEMENTS) {
+    name = `auth_${preparedNames.size}`;
+    preparedNames.set(sql, name);
+  }
+  return name;
+}
+
+function wrap(client: pg.Pool | pg.PoolClient, options: { queryTimeoutMs: number | undefined; prepare: boolean }): Queryable {
   return {
     async query<R>(sql: string, params: readonly unknown[] = []): Promise<QueryResult<R>> {
       // `query_timeout` per query is honoured by pg although its types do not list it.
       const config: pg.QueryConfig & { query_timeout?: number } = { text: sql, values: params as unknown[] };
       if (options.queryTimeoutMs !== undefined) config.query_timeout = options.queryTimeoutMs;
+      // Statements with parameters only: BEGIN, COMMIT and the like stay one simple-protocol message.
+      const name = options.prepare && params.length > 0 ? preparedName(sql) : undefined;
+      if (name !== undefined) config.name = name;
       const result = await client.query(config);
       return { rows: result.rows as R[], rowCount: result.rowCount ?? 0 };
     },
@@ -74,7 +102,7 @@ export function openPostgres(options: PostgresOptions): Db {
   // An idle client that loses its connection emits 'error' on the pool; without a listener
   // that would crash the process. The next query simply gets a fresh connection.
   pool.on('error', () => {});
-  const timed = { queryTimeoutMs: QUERY_TIMEOUT_MS };
+  const timed = { queryTimeoutMs: QUERY_TIMEOUT_MS, prepare: true };
   const root = wrap(pool, timed);
   /**
    * Checks a connection out of the pool for several statements. A checked-out pg client has no
@@ -138,7 +166,7 @@ export function openPostgres(options: PostgresOptions): Db {
         // timeout on this connection until it goes back to the pool (RESET restores the
         // connection's start-up value, STATEMENT_TIMEOUT_MS).
         await client.query('SET statement_timeout = 0');
-        const q = wrap(client, { queryTimeoutMs: undefined });
+        const q = wrap(client, { queryTimeoutMs: undefined, prepare: false });
         return await fn({ query: q.query, exec: async (sql: string) => void (await client.query(sql)) });
       } finally {
         try {

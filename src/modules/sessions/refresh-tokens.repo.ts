@@ -50,6 +50,64 @@ export async function lockRefreshToken(q: Queryable, tokenHash: string): Promise
   return rows[0];
 }
 
+/** The family of a token rotated by {@link rotateLiveRefreshToken}. */
+export interface RotatedRefreshToken {
+  session_id: string;
+  user_id: string;
+  session_expires_at: Date;
+}
+
+/**
+ * A refresh in its common case as one statement (decisions.md §5, docs/performance.md). Run it
+ * inside a transaction (`q` an open one), not on its own: a statement delivered late by a silent
+ * network must not commit after its request gave up (docs/reliability.md). When the token with `tokenHash` is live (never rotated) and its session
+ * is neither revoked nor expired at `now`, locks the token's and the session's rows (as
+ * {@link lockRefreshToken} does), marks the token rotated, inserts `successor` as its child, and
+ * sets the session's `last_used_at = now` unless it was set within `lastUsedResolutionSeconds`.
+ * Parallel callers serialise on the row locks; one that waited re-checks the conditions on the
+ * rows as committed (READ COMMITTED re-evaluation), so of two rotations of one token exactly one
+ * succeeds and the other gets undefined.
+ *
+ * @param successor the replacing token: its id, SHA-256 hash, and the successor sealed under the
+ *   presented token (grace window) or null (strict rule), as {@link markRotated} stores it.
+ * @returns the family, or undefined when nothing was rotated (no such token, already rotated,
+ *   or its session ended): the caller decides between reuse, grace and invalid with
+ *   {@link lockRefreshToken} in a transaction of its own.
+ */
+export async function rotateLiveRefreshToken(
+  q: Queryable,
+  t: {
+    tokenHash: string;
+    now: Date;
+    successor: { id: string; tokenHash: string; ciphertext: string | null };
+    lastUsedResolutionSeconds: number;
+  },
+): Promise<RotatedRefreshToken | undefined> {
+  const { rows } = await q.query<RotatedRefreshToken>(
+    `WITH live AS (
+       SELECT rt.id, rt.session_id, s.user_id, s.expires_at
+         FROM refresh_tokens rt JOIN sessions s ON s.id = rt.session_id
+        WHERE rt.token_hash = $1 AND rt.rotated_at IS NULL AND s.revoked_at IS NULL AND s.expires_at > $2
+        FOR UPDATE
+     ), rotated AS (
+       UPDATE refresh_tokens rt SET rotated_at = $2, successor_ciphertext = $3
+         FROM live WHERE rt.id = live.id AND rt.rotated_at IS NULL
+       RETURNING live.id, live.session_id, live.user_id, live.expires_at
+     ), successor AS (
+       INSERT INTO refresh_tokens (id, session_id, token_hash, parent_id, created_at)
+       SELECT $4, session_id, $5, id, $2 FROM rotated
+     ), touched AS (
+       UPDATE sessions s SET last_used_at = $2
+         FROM rotated
+        WHERE s.id = rotated.session_id
+          AND (s.last_used_at IS NULL OR s.last_used_at <= $2::timestamptz - make_interval(secs => $6))
+     )
+     SELECT session_id, user_id, expires_at AS session_expires_at FROM rotated`,
+    [t.tokenHash, t.now, t.successor.ciphertext, t.successor.id, t.successor.tokenHash, t.lastUsedResolutionSeconds],
+  );
+  return rows[0];
+}
+
 /**
  * Marks a token rotated (replaced) if it is still live. Guarded, so of two callers only one wins,
  * and `rotated_at` is written once: the grace window (decisions.md §5) is measured from it.

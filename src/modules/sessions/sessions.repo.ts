@@ -21,17 +21,43 @@ export const LAST_USED_RESOLUTION_SECONDS = 60;
 
 const SESSION_COLUMNS = 's.id, s.user_id, s.device_id, s.ip, s.user_agent, s.created_at, s.last_used_at, s.expires_at';
 
-/** Inserts a device record and a session record for a sign-in (spec §3: "device and session records created"). */
-export async function insertDeviceAndSession(
+/**
+ * Creates the records of a sign-in (spec §3: device and session records; the session is the
+ * refresh token family, decisions.md §5) in one statement: a device, a session and the family's
+ * first refresh token, but only while the user's password hash is still `checkedHash`, the hash
+ * the password was verified against. Run it inside a transaction, for the reason
+ * `rotateLiveRefreshToken` gives. The user row is share-locked for the statement, so a parallel password change (which replaces the hash and then revokes every
+ * session of the user) either waits for this statement and revokes the new session too, or
+ * commits first, and then the hash no longer matches and nothing is created.
+ * @returns false when the hash changed since it was checked; nothing was created then.
+ */
+export async function createSignInSession(
   q: Queryable,
-  s: { sessionId: string; deviceId: string; userId: string; ip: string | null; userAgent: string | null; now: Date; expiresAt: Date },
-): Promise<void> {
-  await q.query(
-    `WITH d AS (INSERT INTO devices (id, user_id, ip, user_agent, created_at) VALUES ($2, $3, $4, $5, $6) RETURNING id)
-     INSERT INTO sessions (id, user_id, device_id, ip, user_agent, created_at, last_used_at, expires_at)
-     SELECT $1, $3, d.id, $4, $5, $6, $6, $7 FROM d`,
-    [s.sessionId, s.deviceId, s.userId, s.ip, s.userAgent, s.now, s.expiresAt],
+  s: {
+    sessionId: string;
+    deviceId: string;
+    userId: string;
+    checkedHash: string;
+    ip: string | null;
+    userAgent: string | null;
+    now: Date;
+    expiresAt: Date;
+    refreshToken: { id: string; tokenHash: string };
+  },
+): Promise<boolean> {
+  const { rowCount } = await q.query(
+    `WITH checked AS (
+       SELECT id FROM users WHERE id = $3 AND password_hash = $8 FOR SHARE
+     ), d AS (
+       INSERT INTO devices (id, user_id, ip, user_agent, created_at) SELECT $2, checked.id, $4, $5, $6 FROM checked RETURNING id, user_id
+     ), s AS (
+       INSERT INTO sessions (id, user_id, device_id, ip, user_agent, created_at, last_used_at, expires_at)
+       SELECT $1, d.user_id, d.id, $4, $5, $6, $6, $7 FROM d RETURNING id
+     )
+     INSERT INTO refresh_tokens (id, session_id, token_hash, parent_id, created_at) SELECT $9, s.id, $10, NULL, $6 FROM s`,
+    [s.sessionId, s.deviceId, s.userId, s.ip, s.userAgent, s.now, s.expiresAt, s.checkedHash, s.refreshToken.id, s.refreshToken.tokenHash],
   );
+  return rowCount === 1;
 }
 
 /**

@@ -8,16 +8,16 @@ import type { PasswordHasher } from '../../crypto/password.js';
 import { newRefreshToken, sha256 } from '../../crypto/secrets.js';
 import { UUID_PATTERN, type AccessTokenService } from '../tokens/access-token.service.js';
 import { normalizeEmail, normalizePhone, normalizeUsername } from '../users/identifiers.js';
-import { findUserById, findUsersByIdentifiers, lockUnchangedPassword, upgradePasswordHash, type UserRow } from '../users/users.repo.js';
+import { findUserById, findUsersByIdentifiers, upgradePasswordHash, type UserRow } from '../users/users.repo.js';
 import { securityEvent } from '../audit/security-events.js';
 import type { RateLimitRules } from '../rate-limits/rate-limits.rules.js';
 import type { RateLimiter } from '../rate-limits/rate-limits.service.js';
 import { liveTokenWithinGrace, successorCiphertextFor } from './refresh-grace.js';
-import { insertRefreshToken, lockRefreshToken, markRotated, type LockedRefreshToken } from './refresh-tokens.repo.js';
+import { insertRefreshToken, lockRefreshToken, markRotated, rotateLiveRefreshToken, type LockedRefreshToken } from './refresh-tokens.repo.js';
 import {
+  createSignInSession,
   findActiveSessionWithUser,
   findSessionOwner,
-  insertDeviceAndSession,
   LAST_USED_RESOLUTION_SECONDS,
   listActiveSessions,
   revokeAllSessions,
@@ -85,8 +85,9 @@ export interface SessionsService {
   signIn(input: { username?: string; email?: string; phone?: string; password: string }, client: ClientContext): Promise<IssuedTokens & { user: UserRow }>;
   /**
    * Rotates a refresh token (decisions.md §5): locks its row and session, rejects a revoked or
-   * expired session, marks the token rotated, inserts its successor and signs an access token,
-   * all in one transaction. A rotated token presented again is reuse: the session is revoked
+   * expired session, marks the token rotated and inserts its successor, all in one transaction
+   * (one statement when the token is live, `rotateLiveRefreshToken`), then signs an access
+   * token. A rotated token presented again is reuse: the session is revoked
    * (that revocation commits), a warning is logged, and the call fails. Exception, with
    * `refreshReuseGraceSeconds` > 0: the immediate parent of the live token, presented within
    * that many seconds of its rotation, gets the same live token back (see refresh-grace.ts);
@@ -220,13 +221,23 @@ export function createSessionsService(deps: SessionsDeps): SessionsService {
       const refreshToken = newRefreshToken();
       const expiresAt = new Date(now.getTime() + sessionTtlSeconds * 1000);
       const userAgent = client.userAgent === null ? null : client.userAgent.slice(0, MAX_USER_AGENT_LENGTH);
+      // One statement that creates nothing if the hash changed meanwhile, in an explicit
+      // transaction: a statement held up by a silent network and delivered after this request
+      // gave up must not commit on its own (see the refresh below).
       const createSession = (checkedHash: string): Promise<boolean> =>
-        db.transaction(async (tx) => {
-          if (!(await lockUnchangedPassword(tx, user.id, checkedHash))) return false;
-          await insertDeviceAndSession(tx, { sessionId, deviceId: randomUUID(), userId: user.id, ip: client.ip, userAgent, now, expiresAt });
-          await insertRefreshToken(tx, { id: randomUUID(), sessionId, tokenHash: sha256(refreshToken), parentId: null, now });
-          return true;
-        });
+        db.transaction((tx) =>
+          createSignInSession(tx, {
+            sessionId,
+            deviceId: randomUUID(),
+            userId: user.id,
+            checkedHash,
+            ip: client.ip,
+            userAgent,
+            now,
+            expiresAt,
+            refreshToken: { id: randomUUID(), tokenHash: sha256(refreshToken) },
+          }),
+        );
       let storedHash = user.password_hash;
       if (!(await createSession(storedHash))) {
         // The hash changed since it was checked: a password change (the old password no longer
@@ -255,8 +266,30 @@ export function createSessionsService(deps: SessionsDeps): SessionsService {
         throw new AppError('auth.invalid_refresh_token');
       }
       const now = clock.now();
+      const presentedHash = sha256(presented);
+      // The common case, a live token of a live session, is one statement and the access token
+      // is signed after it commits (docs/performance.md). Anything else (unknown, rotated: reuse
+      // or grace, ended) is decided by the locking transaction below. The statement runs inside
+      // BEGIN/COMMIT rather than on its own: a statement held up by a silent network reaches the
+      // server after this request answered 503; on its own it would still commit, rotating the
+      // token the client will present again (reuse, and the session revoked). In a transaction
+      // it waits for a COMMIT that is never sent, and rolls back (docs/reliability.md).
+      const successorToken = newRefreshToken();
+      const rotated = await db.transaction((tx) =>
+        rotateLiveRefreshToken(tx, {
+          tokenHash: presentedHash,
+          now,
+          successor: { id: randomUUID(), tokenHash: sha256(successorToken), ciphertext: successorCiphertextFor(refreshReuseGraceSeconds, presented, successorToken) },
+          lastUsedResolutionSeconds: LAST_USED_RESOLUTION_SECONDS,
+        }),
+      );
+      if (rotated !== undefined) {
+        const accessToken = await accessTokens.sign({ userId: rotated.user_id, sessionId: rotated.session_id });
+        metrics.refresh('rotated');
+        return { sessionId: rotated.session_id, accessToken, refreshToken: successorToken, refreshMaxAgeSeconds: secondsUntil(rotated.session_expires_at, now) };
+      }
       const outcome = await db.transaction(async (tx) => {
-        const token = await lockRefreshToken(tx, sha256(presented));
+        const token = await lockRefreshToken(tx, presentedHash);
         if (token === undefined) return { kind: 'invalid' } as const;
         const family = { sessionId: token.session_id, userId: token.user_id };
         if (token.rotated_at !== null) {

@@ -90,17 +90,6 @@ export async function findUserById(q: Queryable, id: string): Promise<UserRow | 
 }
 
 /**
- * Holds a share lock on the user row while its password hash is still `expectedHash`, so a
- * sign-in that checked that hash cannot commit a session after a parallel password change
- * revoked all sessions: the change's UPDATE and this lock serialise.
- * @returns false when the hash changed since it was read.
- */
-export async function lockUnchangedPassword(q: Queryable, userId: string, expectedHash: string): Promise<boolean> {
-  const { rows } = await q.query('SELECT 1 FROM users WHERE id = $1 AND password_hash = $2 FOR SHARE', [userId, expectedHash]);
-  return rows.length === 1;
-}
-
-/**
  * Replaces the password hash only if it is still `expectedHash`, so that of two parallel
  * password changes exactly one wins.
  * @returns true when this call replaced it.
@@ -127,7 +116,7 @@ export async function replacePasswordHash(
  *
  * Make the new hash outside any transaction (argon2id must not run while row locks are held),
  * for example after the sign-in transaction committed. Note for the caller: a parallel sign-in
- * that verified the old hash then finds it changed in {@link lockUnchangedPassword}; it should
+ * that verified the old hash then finds it changed in `createSignInSession`; it should
  * re-read the hash and verify once more rather than answer 401, since an upgrade is not a
  * password change.
  * @returns true when this call replaced the hash; false is not an error.
