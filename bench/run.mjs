@@ -15,6 +15,8 @@
 //                                before each pass, wait (polling) until the 1-minute load is below
 //                                BENCH_MAX_LOAD, for at most BENCH_QUIET_TIMEOUT seconds
 //   BENCH_WRITE (1)              0 prints the results without writing docs/
+//   BENCH_SERVICE_NODE_OPTIONS   NODE_OPTIONS for the service only (say --max-semi-space-size=4),
+//                                to measure a tuning; unset in the documented runs
 // UV_THREADPOOL_SIZE and DATABASE_POOL_MAX, when set, are passed to the service (and to the
 // matching reference) unchanged.
 import { execSync } from 'node:child_process';
@@ -74,6 +76,7 @@ const settings = {
   quietPollSeconds: Math.max(1, envNumber('BENCH_QUIET_POLL', 30)),
   write: process.env.BENCH_WRITE !== '0',
 };
+const serviceNodeOptions = process.env.BENCH_SERVICE_NODE_OPTIONS ? { NODE_OPTIONS: process.env.BENCH_SERVICE_NODE_OPTIONS } : {};
 const scenarios = SCENARIOS.filter((s) => settings.scenarios.includes(s.name));
 if (scenarios.length === 0) throw new Error(`BENCH_SCENARIOS: none of ${settings.scenarios.join(', ')} is a scenario`);
 
@@ -188,7 +191,7 @@ async function main() {
   const dbUrl = await createDatabase(dbName);
   log(`database ${dbName}, temporary files in ${tmp}`);
   const keyFile = writeSigningKey(tmp);
-  const env = serviceEnv({ DATABASE_URL: dbUrl, JWT_PRIVATE_KEY_FILE: keyFile, DATA_DIR: path.join(tmp, 'data') });
+  const env = serviceEnv({ DATABASE_URL: dbUrl, JWT_PRIVATE_KEY_FILE: keyFile, DATA_DIR: path.join(tmp, 'data'), ...serviceNodeOptions });
   const config = loadConfig(env);
   // argon2id runs on libuv's thread pool, at most argon2Concurrency() (one per core) at a time:
   // the concurrency the service effectively has, and so the one the ceiling is measured at.
@@ -232,7 +235,7 @@ async function main() {
   }
   await Promise.all([refs.empty.stop(), refs.pk.stop()]);
 
-  const pglite = settings.pglite ? await pglitePass({ keyFile, argon2Parallel, sessionRows, env }) : null;
+  const pglite = settings.pglite ? await pglitePass({ keyFile, argon2Parallel, sessionRows }) : null;
 
   const report = {
     generatedAt: new Date().toISOString(),
@@ -255,6 +258,7 @@ async function main() {
         argon2Concurrency: argon2Parallel,
         argon2: config.argon2,
         logLevel: env.LOG_LEVEL,
+        nodeOptions: serviceNodeOptions.NODE_OPTIONS ?? null,
         rateLimits: 'off (RATE_LIMIT_*=0)',
         sessionRowsAtStart: sessionRows,
       },
@@ -274,9 +278,9 @@ async function main() {
 }
 
 /** The embedded database: one shorter pass, compared with a primary-key route on PGlite. */
-async function pglitePass({ keyFile, argon2Parallel, sessionRows, env: pgEnv }) {
+async function pglitePass({ keyFile, argon2Parallel, sessionRows }) {
   const dataDir = path.join(tmp, 'pglite-data');
-  const env = { ...serviceEnv({ JWT_PRIVATE_KEY_FILE: keyFile, DATA_DIR: dataDir }), ...(pgEnv.UV_THREADPOOL_SIZE ? { UV_THREADPOOL_SIZE: pgEnv.UV_THREADPOOL_SIZE } : {}) };
+  const env = serviceEnv({ JWT_PRIVATE_KEY_FILE: keyFile, DATA_DIR: dataDir, ...serviceNodeOptions });
   const config = loadConfig(env);
   const quiet = await waitForQuiet({ maxLoad: settings.maxLoad, timeoutSeconds: settings.quietTimeoutSeconds, pollSeconds: settings.quietPollSeconds });
   log(`PGlite pass (1-min load ${quiet.after.one})`);
