@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import { LogController, type FastifyInstance, type FastifyRequest, type FastifyServerOptions } from 'fastify';
 import { createRequire } from 'node:module';
-import type { DestinationStream } from 'pino';
+import { pino, type DestinationStream } from 'pino';
 
 declare module 'fastify' {
   interface FastifyContextConfig {
@@ -51,6 +51,14 @@ export function requestLogServerOptions(): Pick<FastifyServerOptions, 'genReqId'
   };
 }
 
+/** Whether a logger at `loggerLevel` writes lines at `level` (pino's numeric levels; `silent` writes none). */
+function levelEnabled(loggerLevel: string, level: 'debug' | 'info'): boolean {
+  if (loggerLevel === 'silent') return false;
+  const threshold = pino.levels.values[loggerLevel];
+  // A level pino does not know (a custom logger's): build the line and let the logger decide.
+  return threshold === undefined || threshold <= pino.levels.values[level]!;
+}
+
 /** The path of a request without its query string, which can carry a verification code. */
 function pathOf(request: FastifyRequest): string {
   const q = request.url.indexOf('?');
@@ -74,6 +82,8 @@ export function registerRequestLog(app: FastifyInstance): void {
   app.addHook('onResponse', async (request, reply) => {
     const status = reply.statusCode;
     const quiet = request.routeOptions.config.quietRequestLog === true && status < FIRST_ERROR_STATUS;
+    // At LOG_LEVEL=warn (the production setting of docs/performance.md) no line is written: build none.
+    if (!levelEnabled(request.log.level, quiet ? 'debug' : 'info')) return;
     const line = {
       method: request.method,
       route: request.routeOptions.url,
