@@ -82,7 +82,7 @@ export function renderResults(report) {
     `${passes.length} passes of ${settings.seconds} s per measurement after ${settings.warmupSeconds} s of warm-up; service and reference alternate which goes first. ` +
       `Service settings: DATABASE_POOL_MAX ${settings.service.databasePoolMax}, libuv thread pool ${settings.service.uvThreadpoolSize}` +
       `${settings.service.uvThreadpoolSizeFromEnv === null ? ' (default)' : ''}, argon2id ${settings.service.argon2Concurrency} at a time, m=${settings.service.argon2.memoryCost} KiB t=${settings.service.argon2.timeCost} p=${settings.service.argon2.parallelism}, ` +
-      `LOG_LEVEL ${settings.service.logLevel}${settings.service.nodeOptions ? `, NODE_OPTIONS ${settings.service.nodeOptions}` : ''}, rate limits off, ${settings.service.sessionRowsAtStart} sessions in the table at the start.`,
+      `LOG_LEVEL ${settings.service.logLevel}, node ${(settings.service.nodeFlags ?? []).join(' ')} (as npm start)${settings.service.nodeOptions ? `, NODE_OPTIONS ${settings.service.nodeOptions}` : ''}, rate limits ${settings.service.rateLimits}, ${settings.service.sessionRowsAtStart} sessions in the table at the start.`,
     `1-minute load before each pass: ${passes.map((p) => `${p.quiet.after.one}${p.quiet.quiet ? '' : ' (not quiet)'}`).join(', ')}.`,
     '',
     '### PostgreSQL (medians over the passes, min–max in brackets)',

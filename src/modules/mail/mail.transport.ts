@@ -1,5 +1,5 @@
 import { rootCertificates } from 'node:tls';
-import nodemailer from 'nodemailer';
+import type { Transporter } from 'nodemailer';
 import type { FastifyBaseLogger } from 'fastify';
 import type { SmtpConfig } from '../../config.js';
 
@@ -91,7 +91,7 @@ export interface SmtpTransportOptions {
  */
 export function createSmtpTransport(smtp: SmtpConfig, options: SmtpTransportOptions = {}): MailTransport {
   const timeouts = options.timeouts ?? SMTP_TIMEOUTS;
-  const transporter = nodemailer.createTransport({
+  const settings = {
     host: smtp.host,
     port: smtp.port,
     secure: smtp.tls === 'tls',
@@ -103,13 +103,16 @@ export function createSmtpTransport(smtp: SmtpConfig, options: SmtpTransportOpti
     socketTimeout: timeouts.socketMs,
     // Node's `ca` replaces the default roots; keep them so a public relay still verifies.
     ...(options.ca !== undefined ? { tls: { ca: [...rootCertificates, options.ca] } } : {}),
-  });
+  };
+  // nodemailer is loaded on the first send, not at start (about 35 ms of a start, docs/performance.md).
+  let transporter: Promise<Transporter> | undefined;
+  const connect = (): Promise<Transporter> => (transporter ??= import('nodemailer').then(({ default: nodemailer }) => nodemailer.createTransport(settings)));
   const from = smtp.fromName === undefined ? smtp.from : { name: smtp.fromName, address: smtp.from };
   return {
     kind: 'smtp',
     async send(message) {
       try {
-        await transporter.sendMail({ from, to: message.to, subject: message.subject, text: message.text, messageId: message.messageId });
+        await (await connect()).sendMail({ from, to: message.to, subject: message.subject, text: message.text, messageId: message.messageId });
       } catch (err) {
         const e = err as { responseCode?: number; code?: string; message?: string; command?: string };
         const permanent = isPermanentSmtpFailure(e);
@@ -117,7 +120,7 @@ export function createSmtpTransport(smtp: SmtpConfig, options: SmtpTransportOpti
         throw new MailSendError(text.slice(0, MAX_ERROR_LENGTH), permanent);
       }
     },
-    close: () => transporter.close(),
+    close: () => void transporter?.then((t) => t.close(), () => undefined),
   };
 }
 

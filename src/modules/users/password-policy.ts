@@ -1,5 +1,4 @@
-import { ZxcvbnFactory, type MatchExtended, type ZxcvbnResult } from '@zxcvbn-ts/core';
-import { adjacencyGraphs, dictionary } from '@zxcvbn-ts/language-common';
+import type { MatchExtended, ZxcvbnFactory, ZxcvbnResult } from '@zxcvbn-ts/core';
 
 /**
  * The service's name: a context-specific word that no password may contain (NIST SP 800-63B-4
@@ -77,15 +76,21 @@ const PATTERN_NAMES: Record<string, string> = {
   regex: 'years',
 };
 
-let zxcvbn: ZxcvbnFactory | undefined;
+let zxcvbn: Promise<ZxcvbnFactory> | undefined;
 
 /**
  * The zxcvbn estimator with the dictionaries of @zxcvbn-ts/language-common (about 49,000
  * frequently used passwords and the 7,776 diceware words) and its keyboard layouts.
- * Built on first use (ranking the dictionaries takes about 80 ms) and kept for the process.
+ * Loaded and built on first use, and kept for the process: the modules are not imported at
+ * start (about 30 ms of a start on their own, docs/performance.md), and ranking the dictionaries
+ * takes about 80 ms. `serve()` calls it right after the service listens, so the first sign-up
+ * rarely waits for it.
  */
-function estimator(): ZxcvbnFactory {
-  zxcvbn ??= new ZxcvbnFactory({ dictionary, graphs: adjacencyGraphs, l33tMaxSubstitutions: L33T_MAX_SUBSTITUTIONS });
+export function passwordEstimator(): Promise<ZxcvbnFactory> {
+  zxcvbn ??= (async () => {
+    const [{ ZxcvbnFactory }, { adjacencyGraphs, dictionary }] = await Promise.all([import('@zxcvbn-ts/core'), import('@zxcvbn-ts/language-common')]);
+    return new ZxcvbnFactory({ dictionary, graphs: adjacencyGraphs, l33tMaxSubstitutions: L33T_MAX_SUBSTITUTIONS });
+  })();
   return zxcvbn;
 }
 
@@ -173,15 +178,15 @@ function guessableReason(result: ZxcvbnResult): string {
  * Passphrases such as `correct horse battery staple` and random 12-character strings pass.
  *
  * Length (8 to 72 code points) is not checked here; `normalizePassword` does that first.
- * CPU only, synchronous: about 1 ms for a typical password, a median of about 25 ms for 72
- * random characters (up to ~90 ms on a busy machine); the first call also builds the
- * dictionaries (~80 ms).
+ * CPU only, on the calling thread: about 1 ms for a typical password, a median of about 25 ms
+ * for 72 random characters (up to ~90 ms on a busy machine); asynchronous only because the first
+ * call loads zxcvbn and builds its dictionaries (~100 ms, {@link passwordEstimator}).
  *
  * @param password the password as it will be hashed (NFKC-normalised; normalised again here).
  * @param context the account's username and email (normalised) and the service name.
  * @returns undefined when the password is acceptable, else the rule and a public reason.
  */
-export function checkPassword(password: string, context: PasswordContext): PasswordPolicyViolation | undefined {
+export async function checkPassword(password: string, context: PasswordContext): Promise<PasswordPolicyViolation | undefined> {
   const folded = fold(password);
   const compacted = compact(folded);
   const words = contextWords(context);
@@ -192,7 +197,7 @@ export function checkPassword(password: string, context: PasswordContext): Passw
   }
 
   const normalized = password.normalize('NFKC');
-  const result = estimator().check(normalized, userInputs(words));
+  const result = (await passwordEstimator()).check(normalized, userInputs(words));
   const dictionaryMatches = result.sequence.filter(isDictionaryMatch);
   for (const match of dictionaryMatches) {
     if (match.dictionaryName !== USER_INPUTS) continue;

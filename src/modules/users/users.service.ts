@@ -75,7 +75,7 @@ export function createUsersService(deps: UsersDeps): UsersService {
       if (password === undefined) {
         throw new AppError('auth.sign_up.validation_failed', { message: 'password must be 8 to 72 characters after NFKC normalisation.' });
       }
-      const refused = checkPassword(password, { username, email, serviceName: SERVICE_NAME });
+      const refused = await checkPassword(password, { username, email, serviceName: SERVICE_NAME });
       if (refused !== undefined) throw new AppError('auth.sign_up.validation_failed', { message: refused.reason });
       // A cheap pre-check spares an argon2id hash for a taken identifier; the unique indexes still decide races.
       const taken = await findTakenIdentifier(db, { username, email, phone });
@@ -96,7 +96,7 @@ export function createUsersService(deps: UsersDeps): UsersService {
       if (newPassword === undefined) {
         throw new AppError('auth.change_password.validation_failed', { message: 'new_password must be 8 to 72 characters after NFKC normalisation.' });
       }
-      const refused = checkPassword(newPassword, { username: user.username, email: user.email, serviceName: SERVICE_NAME });
+      const refused = await checkPassword(newPassword, { username: user.username, email: user.email, serviceName: SERVICE_NAME });
       if (refused !== undefined) throw new AppError('auth.change_password.validation_failed', { message: refused.reason });
       // Wrong current passwords count per user, like failed sign-ins (issue 3 point 1).
       const verdict = await limiter.hit(rules.changePasswordPerUser, user.id);
