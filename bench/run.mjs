@@ -261,7 +261,7 @@ async function main() {
         logLevel: env.LOG_LEVEL,
         nodeFlags: serviceNodeFlags(),
         nodeOptions: serviceNodeOptions.NODE_OPTIONS ?? null,
-        rateLimits: 'defaults, but RATE_LIMIT_SIGN_UP_PER_IP=0',
+        rateLimits: 'defaults, but RATE_LIMIT_SIGN_IN_PER_IP and RATE_LIMIT_SIGN_UP_PER_IP=1000000',
         sessionRowsAtStart: sessionRows,
       },
     },
