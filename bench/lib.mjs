@@ -4,7 +4,7 @@
 // deadline), and every request goes to 127.0.0.1.
 import { spawn, spawnSync } from 'node:child_process';
 import { generateKeyPairSync } from 'node:crypto';
-import { createWriteStream, readFileSync, writeFileSync } from 'node:fs';
+import { createWriteStream, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { createServer, request as httpRequest } from 'node:http';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -152,6 +152,61 @@ export async function freePort() {
   const { port } = server.address();
   await new Promise((resolve) => server.close(resolve));
   return port;
+}
+
+/** Clock ticks per second of /proc's CPU times (USER_HZ, 100 on Linux). */
+const CLOCK_TICKS_PER_SECOND = 100;
+
+/** utime + stime of /proc/<pid>[/task/<tid>]/stat, in seconds (fields 14 and 15; the name may hold spaces). */
+function cpuSecondsOf(statFile) {
+  const fields = readFileSync(statFile, 'utf8').split(') ')[1].split(' ');
+  return (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS_PER_SECOND;
+}
+
+/**
+ * CPU time so far, in seconds, of: the service's main thread (its event loop), its other threads
+ * (libuv's pool: argon2id and RS256 signatures; V8's helpers), every PostgreSQL process, this
+ * process (the load generator), and the machine (all CPUs: busy and idle, from /proc/stat).
+ * The difference of two snapshots divided by the requests answered meanwhile is the CPU per
+ * request each part costs: steadier than req/s when other work shares the cores.
+ */
+export function cpuSnapshot(servicePid) {
+  let mainThread = 0;
+  let otherThreads = 0;
+  for (const tid of readdirSync(`/proc/${servicePid}/task`)) {
+    const seconds = cpuSecondsOf(`/proc/${servicePid}/task/${tid}/stat`);
+    if (Number(tid) === servicePid) mainThread = seconds;
+    else otherThreads += seconds;
+  }
+  let postgres = 0;
+  const pids = spawnSync('pgrep', ['-u', 'postgres'], { encoding: 'utf8' }).stdout.trim().split('\n').filter((pid) => pid !== '');
+  for (const pid of pids) {
+    try {
+      postgres += cpuSecondsOf(`/proc/${pid}/stat`);
+    } catch {
+      // the process ended meanwhile
+    }
+  }
+  const usage = process.cpuUsage();
+  const machine = readFileSync('/proc/stat', 'utf8').split('\n')[0].trim().split(/\s+/).slice(1).map(Number);
+  return {
+    mainThread,
+    otherThreads,
+    postgres,
+    loadGenerator: (usage.user + usage.system) / 1e6,
+    idle: (machine[3] + machine[4]) / CLOCK_TICKS_PER_SECOND,
+    total: machine.reduce((a, b) => a + b, 0) / CLOCK_TICKS_PER_SECOND,
+  };
+}
+
+/** Microseconds of CPU per request of each part between two {@link cpuSnapshot}s. */
+export function cpuPerRequest(before, after, requests) {
+  const per = (key) => (requests > 0 ? ((after[key] - before[key]) * 1e6) / requests : null);
+  const parts = ['mainThread', 'otherThreads', 'postgres', 'loadGenerator', 'idle', 'total'];
+  const result = Object.fromEntries(parts.map((key) => [key, per(key)]));
+  // The rest of the busy machine: the kernel's work outside these processes, other programs.
+  result.other = result.total === null ? null : result.total - parts.slice(0, 5).reduce((a, key) => a + result[key], 0);
+  return result;
 }
 
 /** VmHWM (peak resident set) and VmRSS of a process, in MiB, from /proc/<pid>/status. */

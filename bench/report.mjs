@@ -65,6 +65,30 @@ function table(header, rows) {
   return [`| ${header.join(' | ')} |`, `|${header.map(() => '---').join('|')}|`, ...rows.map((r) => `| ${r.join(' | ')} |`)].join('\n');
 }
 
+/**
+ * Rows of the CPU table: per scenario and concurrency, the median over the passes of the CPU
+ * microseconds each part spent per answered request (bench/lib.mjs cpuSnapshot), for the service
+ * and, where it is a server, its reference.
+ */
+function cpuRows(passes) {
+  const keys = [];
+  for (const p of passes) for (const r of p.results) if (!keys.some((k) => k.scenario === r.scenario && k.connections === r.connections)) keys.push(r);
+  return keys.map(({ scenario, connections, label }) => {
+    const rs = passes.flatMap((p) => p.results.filter((r) => r.scenario === scenario && r.connections === connections));
+    const part = (side, key) => median(rs.map((r) => r[side].cpuMicrosecondsPerRequest?.[key]));
+    const hasReference = rs.some((r) => r.reference.cpuMicrosecondsPerRequest !== undefined);
+    const argon2Reference = rs[0].reference.kind.startsWith('argon2');
+    return [
+      label,
+      String(connections),
+      ...['mainThread', 'otherThreads', 'postgres', 'loadGenerator', 'other', 'idle', 'total'].map((key) => fmt(part('service', key))),
+      argon2Reference ? 'n/a (argon2id alone, in a process of its own)' : hasReference ? `${fmt(part('reference', 'mainThread'))} / ${fmt(part('reference', 'postgres'))} / ${fmt(part('reference', 'total'))}` : 'n/a',
+    ];
+  });
+}
+
+const CPU_HEADER = ['Scenario', 'Conns', 'Service main thread', 'Service other threads', 'PostgreSQL', 'Load generator', 'Rest of the machine', 'Idle', 'Total (2 cores)', 'Reference: main thread / PostgreSQL / total'];
+
 const HEADER = ['Scenario', 'Conns', 'Service req/s', 'p50 ms', 'p99 ms', 'non-2xx / errors', 'Reference', 'Reference req/s', 'Reference p99 ms', 'Ratio', 'Target (32 conns)', 'Met'];
 
 /** The markdown of the results section. */
@@ -88,6 +112,12 @@ export function renderResults(report) {
     '### PostgreSQL (medians over the passes, min–max in brackets)',
     '',
     table(HEADER, scenarioRows(passes)),
+    '',
+    '#### CPU per request (microseconds, medians over the passes)',
+    '',
+    'Where each answered request\'s CPU went while the service was measured, read from /proc before and after each measurement: the service\'s main thread (its event loop), its other threads (libuv\'s pool: argon2id and RS256 signatures; V8\'s helpers), every PostgreSQL process, the load generator (this benchmark, autocannon), the rest of the busy machine (the kernel outside these processes, other programs), and idle time. The total is the two cores\' time divided by the requests answered.',
+    '',
+    table(CPU_HEADER, cpuRows(passes)),
     '',
     table(
       ['Figure', 'Median (min–max)', 'Target', 'Met'],

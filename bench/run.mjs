@@ -29,6 +29,8 @@ import { argon2Concurrency } from '../dist/src/crypto/password.js';
 import {
   apiClient,
   argon2Ceiling,
+  cpuPerRequest,
+  cpuSnapshot,
   createDatabase,
   dropDatabase,
   ensurePostgres,
@@ -126,9 +128,11 @@ async function measurePair({ scenario, connections, service, api, data, refs, ar
   const runService = async () => {
     for (const [phase, s] of [['warm-up', warmupSeconds], ['measure', seconds]]) {
       await scenario.prepare?.(api, data, { connections });
+      const before = cpuSnapshot(service.pid);
       const m = await measure({ url: service.url, requests: scenario.requests(data), connections, seconds: s });
+      const after = cpuSnapshot(service.pid);
       scenario.after?.(data);
-      if (phase === 'measure') return m;
+      if (phase === 'measure') return { ...m, cpuMicrosecondsPerRequest: cpuPerRequest(before, after, m.ok) };
     }
   };
   const runReference = async () => {
@@ -139,8 +143,10 @@ async function measurePair({ scenario, connections, service, api, data, refs, ar
     }
     const ref = refs[scenario.reference];
     await measure({ url: ref.url, requests: referenceRequests(scenario.reference), connections, seconds: warmupSeconds });
+    const before = cpuSnapshot(ref.pid);
     const m = await measure({ url: ref.url, requests: referenceRequests(scenario.reference), connections, seconds });
-    return { kind: scenario.reference === 'empty' ? 'bare Fastify {}' : 'bare Fastify primary-key SELECT', ...m };
+    const cpu = cpuPerRequest(before, cpuSnapshot(ref.pid), m.ok);
+    return { kind: scenario.reference === 'empty' ? 'bare Fastify {}' : 'bare Fastify primary-key SELECT', ...m, cpuMicrosecondsPerRequest: cpu };
   };
   const load1 = loadAverage().one;
   let serviceResult;

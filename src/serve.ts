@@ -32,9 +32,15 @@ export async function serve(env: Readonly<Record<string, string | undefined>> = 
   const db = await openDatabase(config);
   let app: FastifyInstance | undefined;
   try {
-    await prepareSchema(db, { migrateOnStart: config.migrateOnStart });
-    app = await buildApp({ config, db });
-    const log = app.log;
+    // Preparing the schema (mostly waiting for the database) and building the app (CPU: route
+    // schemas, keys) overlap; buildApp touches no table and nothing serves before both are done
+    // (the outbox worker and the rate-limit purge start when the app is ready, at listen).
+    const [schema, built] = await Promise.allSettled([prepareSchema(db, { migrateOnStart: config.migrateOnStart }), buildApp({ config, db })]);
+    if (built.status === 'fulfilled') app = built.value;
+    if (schema.status === 'rejected') throw schema.reason;
+    if (built.status === 'rejected') throw built.reason;
+    const running = built.value;
+    const log = running.log;
     if (config.smtp === undefined) {
       log.warn('SMTP is not configured (SMTP_HOST unset): emails, verification codes included, are written to this log. Do not run like this in production.');
     }
@@ -44,7 +50,6 @@ export async function serve(env: Readonly<Record<string, string | undefined>> = 
     }
 
     let closing = false;
-    const running = app;
     const shutdown = (signal: string): void => {
       if (closing) return;
       closing = true;
@@ -63,13 +68,13 @@ export async function serve(env: Readonly<Record<string, string | undefined>> = 
     process.on('SIGTERM', () => shutdown('SIGTERM'));
     process.on('SIGINT', () => shutdown('SIGINT'));
 
-    await app.listen({ host: config.host, port: config.port });
+    await running.listen({ host: config.host, port: config.port });
     // METRICS_PORT: GET /metrics on a listener of its own (closed with the app).
-    if (config.metricsPort !== undefined) await listenMetrics(app, { host: config.host, port: config.metricsPort });
+    if (config.metricsPort !== undefined) await listenMetrics(running, { host: config.host, port: config.metricsPort });
     // Loaded after the start rather than during it (docs/performance.md); a sign-up that comes
     // first waits for the same load. A failure here is the sign-up's to report.
     passwordEstimator().catch(() => undefined);
-    return app;
+    return running;
   } catch (err) {
     await app?.close().catch(() => undefined);
     await db.close();

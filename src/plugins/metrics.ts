@@ -45,13 +45,14 @@ export function registerMetrics(app: FastifyInstance, deps: { readonly metrics: 
   const { metrics, db, clock } = deps;
   app.decorate('metrics', metrics);
 
-  app.addHook('onResponse', async (request, reply) => {
+  app.addHook('onResponse', (request, reply, done) => {
     metrics.observeHttp({
       method: request.method,
       route: request.routeOptions.url ?? UNMATCHED_ROUTE,
       status: reply.statusCode,
       durationSeconds: reply.elapsedTime / MS_PER_SECOND,
     });
+    done();
   });
 
   // Each failure of a scrape's outbox queries is logged once per outage, not per scrape.

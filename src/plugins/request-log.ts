@@ -76,24 +76,28 @@ function pathOf(request: FastifyRequest): string {
  * the header too.
  */
 export function registerRequestLog(app: FastifyInstance): void {
-  app.addHook('onRequest', async (request, reply) => {
+  // Callback-style hooks: no promise per request (docs/performance.md).
+  app.addHook('onRequest', (request, reply, done) => {
     reply.header(REQUEST_ID_HEADER, request.id);
+    done();
   });
-  app.addHook('onResponse', async (request, reply) => {
+  app.addHook('onResponse', (request, reply, done) => {
     const status = reply.statusCode;
     const quiet = request.routeOptions.config.quietRequestLog === true && status < FIRST_ERROR_STATUS;
     // At LOG_LEVEL=warn (the production setting of docs/performance.md) no line is written: build none.
-    if (!levelEnabled(request.log.level, quiet ? 'debug' : 'info')) return;
-    const line = {
-      method: request.method,
-      route: request.routeOptions.url,
-      path: pathOf(request),
-      status,
-      durationMs: Number(reply.elapsedTime.toFixed(DURATION_DECIMALS)),
-      ip: request.ip,
-    };
-    if (quiet) request.log.debug(line, 'request completed');
-    else request.log.info(line, 'request completed');
+    if (levelEnabled(request.log.level, quiet ? 'debug' : 'info')) {
+      const line = {
+        method: request.method,
+        route: request.routeOptions.url,
+        path: pathOf(request),
+        status,
+        durationMs: Number(reply.elapsedTime.toFixed(DURATION_DECIMALS)),
+        ip: request.ip,
+      };
+      if (quiet) request.log.debug(line, 'request completed');
+      else request.log.info(line, 'request completed');
+    }
+    done();
   });
 }
 

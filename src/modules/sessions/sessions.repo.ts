@@ -60,46 +60,42 @@ export async function createSignInSession(
   return rowCount === 1;
 }
 
+/** What a Bearer request learns of its session (spec §1 rule 3): the id, its user, and whether its use must be recorded. */
+export interface ActiveSession {
+  readonly sessionId: string;
+  readonly user: UserRow;
+  /** `last_used_at` is unset or at least {@link LAST_USED_RESOLUTION_SECONDS} old at `now`: call {@link touchSession}. */
+  readonly lastUseStale: boolean;
+}
+
 /**
  * The active (unrevoked, unexpired at `now`) session `sessionId` of user `userId`, with the
- * user, in one indexed round trip; undefined when any condition fails (spec §1 rule 3).
+ * user, in one indexed round trip; undefined when any condition fails (spec §1 rule 3). Reads
+ * only what a Bearer request needs: no timestamp leaves the database (the staleness of
+ * `last_used_at` is decided in SQL), so none is parsed on the hot path (docs/performance.md).
  */
-export async function findActiveSessionWithUser(
-  q: Queryable,
-  sessionId: string,
-  userId: string,
-  now: Date,
-): Promise<{ session: SessionRow; user: UserRow } | undefined> {
-  const { rows } = await q.query<SessionRow & { u_username: string; u_email: string | null; u_phone: string | null; u_password_hash: string; u_is_email_verified: boolean; u_is_phone_verified: boolean }>(
-    `SELECT ${SESSION_COLUMNS},
-            u.username AS u_username, u.email AS u_email, u.phone AS u_phone, u.password_hash AS u_password_hash,
-            u.is_email_verified AS u_is_email_verified, u.is_phone_verified AS u_is_phone_verified
+export async function findActiveSessionWithUser(q: Queryable, sessionId: string, userId: string, now: Date): Promise<ActiveSession | undefined> {
+  const { rows } = await q.query<UserRow & { last_use_stale: boolean }>(
+    `SELECT u.id, u.username, u.email, u.phone, u.password_hash, u.is_email_verified, u.is_phone_verified,
+            (s.last_used_at IS NULL OR s.last_used_at <= $3::timestamptz - make_interval(secs => $4)) AS last_use_stale
        FROM sessions s JOIN users u ON u.id = s.user_id
       WHERE s.id = $1 AND s.user_id = $2 AND s.revoked_at IS NULL AND s.expires_at > $3`,
-    [sessionId, userId, now],
+    [sessionId, userId, now, LAST_USED_RESOLUTION_SECONDS],
   );
   const r = rows[0];
   if (r === undefined) return undefined;
   return {
-    session: {
-      id: r.id,
-      user_id: r.user_id,
-      device_id: r.device_id,
-      ip: r.ip,
-      user_agent: r.user_agent,
-      created_at: r.created_at,
-      last_used_at: r.last_used_at,
-      expires_at: r.expires_at,
-    },
+    sessionId,
     user: {
-      id: r.user_id,
-      username: r.u_username,
-      email: r.u_email,
-      phone: r.u_phone,
-      password_hash: r.u_password_hash,
-      is_email_verified: r.u_is_email_verified,
-      is_phone_verified: r.u_is_phone_verified,
+      id: r.id,
+      username: r.username,
+      email: r.email,
+      phone: r.phone,
+      password_hash: r.password_hash,
+      is_email_verified: r.is_email_verified,
+      is_phone_verified: r.is_phone_verified,
     },
+    lastUseStale: r.last_use_stale,
   };
 }
 

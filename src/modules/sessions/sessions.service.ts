@@ -52,7 +52,8 @@ export interface IssuedTokens {
 /** The caller of a Bearer request, after the session check. */
 export interface Authenticated {
   readonly user: UserRow;
-  readonly session: SessionRow;
+  /** The session the access token names (its `sid`), checked active. */
+  readonly session: { readonly id: string };
 }
 
 /** Dependencies of {@link createSessionsService}. */
@@ -335,11 +336,8 @@ export function createSessionsService(deps: SessionsDeps): SessionsService {
       const now = clock.now();
       const found = await findActiveSessionWithUser(db, claims.sid, claims.sub, now);
       if (found === undefined) throw new AppError('auth.invalid_access_token');
-      const lastUsed = found.session.last_used_at;
-      if (lastUsed === null || now.getTime() - lastUsed.getTime() >= LAST_USED_RESOLUTION_SECONDS * 1000) {
-        await touchSession(db, found.session.id, now);
-      }
-      return found;
+      if (found.lastUseStale) await touchSession(db, found.sessionId, now);
+      return { user: found.user, session: { id: found.sessionId } };
     },
 
     async logout(auth) {
