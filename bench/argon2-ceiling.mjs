@@ -6,7 +6,7 @@
 //
 // The parameters come from the service's own configuration code (dist/src/config.js, ARGON2_*
 // from the environment, OWASP's minimum by default), so they are exactly what the service uses.
-// Prints one JSON line: { op, parallel, seconds, count, perSecond, p50Ms, p99Ms, params }.
+// Prints one JSON line: { op, parallel, seconds, count, perSecond, p50Ms, p99Ms, params, latencies }.
 import { hash, verify } from '@node-rs/argon2';
 import { loadConfig } from '../dist/src/config.js';
 
@@ -47,5 +47,5 @@ const elapsed = (performance.now() - started) / 1000;
 latencies.sort((a, b) => a - b);
 const pct = (p) => latencies[Math.min(latencies.length - 1, Math.floor((p / 100) * latencies.length))];
 process.stdout.write(
-  `${JSON.stringify({ op, parallel, seconds: elapsed, count: latencies.length, perSecond: latencies.length / elapsed, p50Ms: pct(50), p99Ms: pct(99), params: options, uvThreadpoolSize: process.env.UV_THREADPOOL_SIZE ?? null })}\n`,
+  `${JSON.stringify({ op, parallel, seconds: elapsed, count: latencies.length, perSecond: latencies.length / elapsed, p50Ms: pct(50), p99Ms: pct(99), params: options, uvThreadpoolSize: process.env.UV_THREADPOOL_SIZE ?? null, latencies })}\n`,
 );

@@ -157,10 +157,39 @@ export async function freePort() {
 /** Clock ticks per second of /proc's CPU times (USER_HZ, 100 on Linux). */
 const CLOCK_TICKS_PER_SECOND = 100;
 
-/** utime + stime of /proc/<pid>[/task/<tid>]/stat, in seconds (fields 14 and 15; the name may hold spaces). */
+/** The fields of /proc/<pid>[/task/<tid>]/stat after the command name (which may hold spaces): [0] state, [1] ppid, [11] utime, [12] stime, [13] cutime, [14] cstime. */
+function statFields(statFile) {
+  return readFileSync(statFile, 'utf8').split(') ')[1].split(' ');
+}
+
+/** utime + stime of /proc/<pid>[/task/<tid>]/stat, in seconds. */
 function cpuSecondsOf(statFile) {
-  const fields = readFileSync(statFile, 'utf8').split(') ')[1].split(' ');
+  const fields = statFields(statFile);
   return (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS_PER_SECOND;
+}
+
+/**
+ * CPU seconds so far of the PostgreSQL server: every live postgres process, plus what the
+ * postmaster's children that have ended used (its cutime and cstime), so that backends closing
+ * between two readings (the pools' idle timeouts) do not take their time away with them.
+ */
+function postgresCpuSeconds() {
+  const pids = spawnSync('pgrep', ['-u', 'postgres'], { encoding: 'utf8' }).stdout.trim().split('\n').filter((pid) => pid !== '');
+  const stats = [];
+  for (const pid of pids) {
+    try {
+      stats.push(statFields(`/proc/${pid}/stat`));
+    } catch {
+      // the process ended meanwhile: its time is in the postmaster's cutime once it is reaped
+    }
+  }
+  let seconds = 0;
+  for (const fields of stats) {
+    seconds += (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS_PER_SECOND;
+    // The postmaster is the one whose parent is not a postgres process.
+    if (!pids.includes(fields[1])) seconds += (Number(fields[13]) + Number(fields[14])) / CLOCK_TICKS_PER_SECOND;
+  }
+  return seconds;
 }
 
 /**
@@ -178,15 +207,7 @@ export function cpuSnapshot(servicePid) {
     if (Number(tid) === servicePid) mainThread = seconds;
     else otherThreads += seconds;
   }
-  let postgres = 0;
-  const pids = spawnSync('pgrep', ['-u', 'postgres'], { encoding: 'utf8' }).stdout.trim().split('\n').filter((pid) => pid !== '');
-  for (const pid of pids) {
-    try {
-      postgres += cpuSecondsOf(`/proc/${pid}/stat`);
-    } catch {
-      // the process ended meanwhile
-    }
-  }
+  const postgres = postgresCpuSeconds();
   const usage = process.cpuUsage();
   const machine = readFileSync('/proc/stat', 'utf8').split('\n')[0].trim().split(/\s+/).slice(1).map(Number);
   return {
@@ -199,14 +220,60 @@ export function cpuSnapshot(servicePid) {
   };
 }
 
-/** Microseconds of CPU per request of each part between two {@link cpuSnapshot}s. */
-export function cpuPerRequest(before, after, requests) {
-  const per = (key) => (requests > 0 ? ((after[key] - before[key]) * 1e6) / requests : null);
-  const parts = ['mainThread', 'otherThreads', 'postgres', 'loadGenerator', 'idle', 'total'];
-  const result = Object.fromEntries(parts.map((key) => [key, per(key)]));
-  // The rest of the busy machine: the kernel's work outside these processes, other programs.
-  result.other = result.total === null ? null : result.total - parts.slice(0, 5).reduce((a, key) => a + result[key], 0);
+/** The parts of a {@link cpuSnapshot}, in the order the docs list them. */
+const CPU_PARTS = ['mainThread', 'otherThreads', 'postgres', 'loadGenerator', 'idle', 'total'];
+
+/** CPU seconds of each part spent between two {@link cpuSnapshot}s. */
+export function cpuDelta(before, after) {
+  return Object.fromEntries(CPU_PARTS.map((key) => [key, after[key] - before[key]]));
+}
+
+/** The sum of {@link cpuDelta}s (several slices of one measurement). */
+export function addCpu(deltas) {
+  return Object.fromEntries(CPU_PARTS.map((key) => [key, deltas.reduce((sum, d) => sum + d[key], 0)]));
+}
+
+/**
+ * Microseconds of CPU per answered request of each part, from a {@link cpuDelta}, plus `other`:
+ * the rest of the busy machine (the kernel's work outside these processes, other programs).
+ */
+export function cpuPerRequest(delta, requests) {
+  const result = Object.fromEntries(CPU_PARTS.map((key) => [key, requests > 0 ? (delta[key] * 1e6) / requests : null]));
+  result.other = result.total === null ? null : result.total - CPU_PARTS.slice(0, 5).reduce((a, key) => a + result[key], 0);
   return result;
+}
+
+/**
+ * One side's measurement made of several slices (bench/run.mjs alternates service and reference
+ * slices): rates over the summed time, percentiles over every slice's latencies, counts summed,
+ * CPU per request over the summed CPU when the slices carry `cpu` deltas.
+ */
+export function combineSlices(slices) {
+  const sum = (key) => slices.reduce((a, s) => a + (s[key] ?? 0), 0);
+  const seconds = sum('seconds');
+  const ok = sum('ok');
+  const latencies = slices.flatMap((s) => s.latencies).sort((a, b) => a - b);
+  const statusCodes = {};
+  for (const s of slices) for (const [code, count] of Object.entries(s.statusCodes ?? {})) statusCodes[code] = (statusCodes[code] ?? 0) + count;
+  const cpu = slices.every((s) => s.cpu !== undefined) ? cpuPerRequest(addCpu(slices.map((s) => s.cpu)), ok) : undefined;
+  return {
+    connections: slices[0].connections,
+    slices: slices.length,
+    seconds,
+    reqPerSec: seconds > 0 ? ok / seconds : 0,
+    sliceReqPerSec: slices.map((s) => (s.seconds > 0 ? s.ok / s.seconds : 0)),
+    requests: sum('requests'),
+    ok,
+    p50Ms: percentile(latencies, 50),
+    p90Ms: percentile(latencies, 90),
+    p99Ms: percentile(latencies, 99),
+    maxMs: latencies.at(-1) ?? null,
+    errors: sum('errors'),
+    timeouts: sum('timeouts'),
+    non2xx: sum('non2xx'),
+    statusCodes,
+    ...(cpu === undefined ? {} : { cpuMicrosecondsPerRequest: cpu }),
+  };
 }
 
 /** VmHWM (peak resident set) and VmRSS of a process, in MiB, from /proc/<pid>/status. */
@@ -602,5 +669,7 @@ export async function measure({ url, requests, connections, seconds }) {
     timeouts: result.timeouts,
     non2xx: result.non2xx,
     statusCodes: Object.fromEntries(Object.entries(result.statusCodeStats ?? {}).map(([code, v]) => [code, v.count])),
+    /** Every successful answer's latency in ms, sorted: for {@link combineSlices}; not written to docs/. */
+    latencies,
   };
 }

@@ -103,7 +103,7 @@ export function renderResults(report) {
     BEGIN,
     '',
     `Measured ${report.generatedAt.slice(0, 16).replace('T', ' ')} UTC on ${machine.cpus} × ${machine.cpuModel}, ${machine.memoryGiB} GiB, Node.js ${machine.node}, PostgreSQL ${machine.postgres}; revision ${report.revision ?? 'unknown'}.`,
-    `${passes.length} passes of ${settings.seconds} s per measurement after ${settings.warmupSeconds} s of warm-up; service and reference alternate which goes first. ` +
+    `${passes.length} passes; in each, every scenario is measured for ${settings.seconds} s on the service and ${settings.seconds} s on its reference, after ${settings.warmupSeconds} s of warm-up each, in ${settings.rounds ?? 1} rounds of alternating ${fmt(settings.seconds / (settings.rounds ?? 1), 1)} s slices (the side that goes first alternates). ` +
       `Service settings: DATABASE_POOL_MAX ${settings.service.databasePoolMax}, libuv thread pool ${settings.service.uvThreadpoolSize}` +
       `${settings.service.uvThreadpoolSizeFromEnv === null ? ' (default)' : ''}, argon2id ${settings.service.argon2Concurrency} at a time, m=${settings.service.argon2.memoryCost} KiB t=${settings.service.argon2.timeCost} p=${settings.service.argon2.parallelism}, ` +
       `LOG_LEVEL ${settings.service.logLevel}, node ${(settings.service.nodeFlags ?? []).join(' ')} (as npm start)${settings.service.nodeOptions ? `, NODE_OPTIONS ${settings.service.nodeOptions}` : ''}, rate limits ${settings.service.rateLimits}, ${settings.service.sessionRowsAtStart} sessions in the table at the start.`,
@@ -131,7 +131,7 @@ export function renderResults(report) {
   if (pglite !== null && pglite !== undefined) {
     lines.push(
       '',
-      `### Embedded PGlite (one pass of ${settings.pgliteSeconds} s per measurement; no targets)`,
+      `### Embedded PGlite (one pass of ${settings.pgliteSeconds} s per side and scenario; no targets)`,
       '',
       `1-minute load before the pass: ${pglite.quiet.after.one}. The primary-key reference reads a PGlite database of its own with as many rows.`,
       '',

@@ -5,7 +5,8 @@
 //
 // Settings (environment):
 //   BENCH_REPEATS (3)            full passes over every scenario; the docs give medians and spread
-//   BENCH_DURATION (10)          seconds per measurement, after BENCH_WARMUP (3) seconds of warm-up
+//   BENCH_DURATION (10)          seconds measured per side (service, reference) of each scenario, in
+//                                BENCH_ROUNDS (5) alternating slices, after BENCH_WARMUP (3) s of warm-up
 //   BENCH_CONNECTIONS (32,1)     concurrencies measured
 //   BENCH_SCENARIOS (all)        comma-separated subset of me,refresh,sign-in,sign-up,jwks,sessions
 //   BENCH_BALLAST_SESSIONS (100000)  users with one session each, inserted before measuring
@@ -29,7 +30,8 @@ import { argon2Concurrency } from '../dist/src/crypto/password.js';
 import {
   apiClient,
   argon2Ceiling,
-  cpuPerRequest,
+  combineSlices,
+  cpuDelta,
   cpuSnapshot,
   createDatabase,
   dropDatabase,
@@ -60,12 +62,17 @@ import { renderResults, writeDocs } from './report.mjs';
 
 /** libuv's thread pool size when UV_THREADPOOL_SIZE is unset. */
 const LIBUV_DEFAULT_THREADPOOL_SIZE = 4;
+/** Warm-up of each argon2id-ceiling slice (a process of its own, started per slice). */
+const ARGON2_SLICE_WARMUP_SECONDS = 0.5;
+/** Rounds of the embedded-database pass (shorter: its slices would otherwise last one second). */
+const PGLITE_ROUNDS = 2;
 /** Rows of the reference table whose ids the primary-key reference requests cycle through. */
 const REFERENCE_IDS = 10_000;
 
 const settings = {
   repeats: Math.max(1, Math.floor(envNumber('BENCH_REPEATS', 3))),
   seconds: envNumber('BENCH_DURATION', 10),
+  rounds: Math.max(1, Math.floor(envNumber('BENCH_ROUNDS', 5))),
   warmupSeconds: envNumber('BENCH_WARMUP', 3),
   connections: (process.env.BENCH_CONNECTIONS ?? '32,1').split(',').map((c) => Math.max(1, Math.floor(Number(c)))),
   scenarios: (process.env.BENCH_SCENARIOS ?? SCENARIOS.map((s) => s.name).join(',')).split(',').map((s) => s.trim()),
@@ -121,43 +128,53 @@ async function startToReady(env, runs, label) {
 }
 
 /**
- * Measures one scenario at one concurrency on `service` and on its reference, in the given
- * order (alternated between passes so that a drifting machine does not favour either side).
+ * Measures one scenario at one concurrency on `service` and on its reference: after a warm-up
+ * of each, `rounds` rounds of one slice of `seconds / rounds` on each side, the side that goes
+ * first alternating from round to round (and `serviceFirst` from pass to pass), so that a
+ * machine whose speed drifts (other virtual machines on the same host) weighs on both sides
+ * alike. Each side's slices are combined: rates over the summed time, percentiles over every
+ * answer, CPU per request over the summed CPU.
  */
-async function measurePair({ scenario, connections, service, api, data, refs, argon2Parallel, env, serviceFirst, seconds, warmupSeconds }) {
-  const runService = async () => {
-    for (const [phase, s] of [['warm-up', warmupSeconds], ['measure', seconds]]) {
-      await scenario.prepare?.(api, data, { connections });
-      const before = cpuSnapshot(service.pid);
-      const m = await measure({ url: service.url, requests: scenario.requests(data), connections, seconds: s });
-      const after = cpuSnapshot(service.pid);
-      scenario.after?.(data);
-      if (phase === 'measure') return { ...m, cpuMicrosecondsPerRequest: cpuPerRequest(before, after, m.ok) };
-    }
+async function measurePair({ scenario, connections, service, api, data, refs, argon2Parallel, env, serviceFirst, seconds, warmupSeconds, rounds }) {
+  const sliceSeconds = seconds / rounds;
+  const serviceSlice = async (s) => {
+    await scenario.prepare?.(api, data, { connections });
+    const before = cpuSnapshot(service.pid);
+    const m = await measure({ url: service.url, requests: scenario.requests(data), connections, seconds: s });
+    const cpu = cpuDelta(before, cpuSnapshot(service.pid));
+    scenario.after?.(data);
+    return { ...m, cpu };
   };
-  const runReference = async () => {
-    if (scenario.reference === 'hash' || scenario.reference === 'verify') {
-      const parallel = Math.min(connections, argon2Parallel);
-      const c = argon2Ceiling({ op: scenario.reference, parallel, seconds, warmupSeconds: Math.max(1, warmupSeconds), env });
-      return { kind: `argon2id ${scenario.reference === 'hash' ? 'hashes' : 'verifications'}/s, ${parallel} in parallel`, reqPerSec: c.perSecond, p50Ms: c.p50Ms, p99Ms: c.p99Ms, count: c.count, seconds: c.seconds, parallel };
+  const argon2 = scenario.reference === 'hash' || scenario.reference === 'verify';
+  const parallel = Math.min(connections, argon2Parallel);
+  const referenceSlice = async (s) => {
+    if (argon2) {
+      const c = argon2Ceiling({ op: scenario.reference, parallel, seconds: s, warmupSeconds: ARGON2_SLICE_WARMUP_SECONDS, env });
+      return { connections, seconds: c.seconds, ok: c.count, requests: c.count, latencies: c.latencies };
     }
     const ref = refs[scenario.reference];
-    await measure({ url: ref.url, requests: referenceRequests(scenario.reference), connections, seconds: warmupSeconds });
     const before = cpuSnapshot(ref.pid);
-    const m = await measure({ url: ref.url, requests: referenceRequests(scenario.reference), connections, seconds });
-    const cpu = cpuPerRequest(before, cpuSnapshot(ref.pid), m.ok);
-    return { kind: scenario.reference === 'empty' ? 'bare Fastify {}' : 'bare Fastify primary-key SELECT', ...m, cpuMicrosecondsPerRequest: cpu };
+    const m = await measure({ url: ref.url, requests: referenceRequests(scenario.reference), connections, seconds: s });
+    return { ...m, cpu: cpuDelta(before, cpuSnapshot(ref.pid)) };
   };
   const load1 = loadAverage().one;
-  let serviceResult;
-  let referenceResult;
-  if (serviceFirst) {
-    serviceResult = await runService();
-    referenceResult = await runReference();
-  } else {
-    referenceResult = await runReference();
-    serviceResult = await runService();
+  // Warm-up: each side once, not recorded (the argon2id ceiling warms up in every slice).
+  await serviceSlice(warmupSeconds);
+  if (!argon2) await referenceSlice(warmupSeconds);
+  const serviceSlices = [];
+  const referenceSlices = [];
+  for (let round = 0; round < rounds; round++) {
+    if ((round % 2 === 0) === serviceFirst) {
+      serviceSlices.push(await serviceSlice(sliceSeconds));
+      referenceSlices.push(await referenceSlice(sliceSeconds));
+    } else {
+      referenceSlices.push(await referenceSlice(sliceSeconds));
+      serviceSlices.push(await serviceSlice(sliceSeconds));
+    }
   }
+  const serviceResult = combineSlices(serviceSlices);
+  const kind = argon2 ? `argon2id ${scenario.reference === 'hash' ? 'hashes' : 'verifications'}/s, ${parallel} in parallel` : scenario.reference === 'empty' ? 'bare Fastify {}' : 'bare Fastify primary-key SELECT';
+  const referenceResult = { kind, ...combineSlices(referenceSlices), ...(argon2 ? { parallel } : {}) };
   const memory = memoryOf(service.pid);
   const ratio = referenceResult.reqPerSec > 0 ? serviceResult.reqPerSec / referenceResult.reqPerSec : null;
   log(
@@ -168,13 +185,13 @@ async function measurePair({ scenario, connections, service, api, data, refs, ar
 }
 
 /** One pass over every scenario and concurrency against a freshly started service. */
-async function pass({ env, data, refs, argon2Parallel, seconds, warmupSeconds, serviceFirst, label }) {
+async function pass({ env, data, refs, argon2Parallel, seconds, warmupSeconds, rounds, serviceFirst, label }) {
   const service = track(await startService({ env, logFile: path.join(logDir, `${label}-service.log`) }));
   const api = apiClient(service.url);
   const results = [];
   for (const scenario of scenarios) {
     for (const connections of settings.connections) {
-      results.push(await measurePair({ scenario, connections, service, api, data, refs, argon2Parallel, env, serviceFirst, seconds, warmupSeconds }));
+      results.push(await measurePair({ scenario, connections, service, api, data, refs, argon2Parallel, env, serviceFirst, seconds, warmupSeconds, rounds }));
     }
   }
   const memory = memoryOf(service.pid);
@@ -237,7 +254,7 @@ async function main() {
     log(`pass ${r}/${settings.repeats} (1-min load ${quiet.after.one})`);
     const startTimes = await startToReady(env, settings.startRuns, `pass${r}`);
     log(`start to ready: ${startTimes.map((t) => t.toFixed(0)).join(', ')} ms`);
-    const result = await pass({ env, data, refs, argon2Parallel, seconds: settings.seconds, warmupSeconds: settings.warmupSeconds, serviceFirst: r % 2 === 1, label: `pass${r}` });
+    const result = await pass({ env, data, refs, argon2Parallel, seconds: settings.seconds, warmupSeconds: settings.warmupSeconds, rounds: settings.rounds, serviceFirst: r % 2 === 1, label: `pass${r}` });
     passes.push({ pass: r, quiet, startToReadyMs: startTimes, startToReadyMedianMs: median(startTimes), servicePeakRssMiB: result.servicePeakRssMiB, loadAfter: loadAverage(), results: result.results });
   }
   await Promise.all([refs.empty.stop(), refs.pk.stop()]);
@@ -310,7 +327,7 @@ async function pglitePass({ keyFile, argon2Parallel, sessionRows }) {
   const service = track(await startService({ env, logFile: path.join(logDir, 'pglite-prepare.log') }));
   const data = await prepareUsers(apiClient(service.url));
   await service.stop();
-  const result = await pass({ env, data, refs, argon2Parallel, seconds: settings.pgliteSeconds, warmupSeconds: settings.pgliteWarmupSeconds, serviceFirst: true, label: 'pglite' });
+  const result = await pass({ env, data, refs, argon2Parallel, seconds: settings.pgliteSeconds, warmupSeconds: settings.pgliteWarmupSeconds, rounds: Math.min(PGLITE_ROUNDS, settings.rounds), serviceFirst: true, label: 'pglite' });
   await Promise.all([refs.empty.stop(), refs.pk.stop()]);
   return { quiet, firstStartWithMigrationsMs: firstStartMs, startToReadyMs: startTimes, startToReadyMedianMs: median(startTimes), servicePeakRssMiB: result.servicePeakRssMiB, results: result.results };
 }
