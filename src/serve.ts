@@ -4,7 +4,6 @@ import { ConfigError, loadConfig } from './config.js';
 import { prepareSchema } from './db/migrate.js';
 import { openDatabase } from './db/open.js';
 import { listenMetrics } from './plugins/metrics.js';
-import { passwordEstimator } from './modules/users/password-policy.js';
 
 /** How long a graceful shutdown may take before the process exits anyway, in milliseconds. */
 export const SHUTDOWN_TIMEOUT_MS = 10_000;
@@ -71,9 +70,6 @@ export async function serve(env: Readonly<Record<string, string | undefined>> = 
     await running.listen({ host: config.host, port: config.port });
     // METRICS_PORT: GET /metrics on a listener of its own (closed with the app).
     if (config.metricsPort !== undefined) await listenMetrics(running, { host: config.host, port: config.metricsPort });
-    // Loaded after the start rather than during it (docs/performance.md); a sign-up that comes
-    // first waits for the same load. A failure here is the sign-up's to report.
-    passwordEstimator().catch(() => undefined);
     return running;
   } catch (err) {
     await app?.close().catch(() => undefined);

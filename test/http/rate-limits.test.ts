@@ -75,6 +75,25 @@ describe('failed sign-ins per identifier (10 per 15 min by default; 3 here)', ()
     ctx.clock.advance(15 * 60 + 1);
   });
 
+  it('a right password takes back the count of every identifier it named and of the IP (one statement counts them, the session statement forgives them)', async () => {
+    const user = await createVerifiedUser(ctx);
+    const ip = freshIp();
+    const both = { username: user.username, email: user.email };
+    for (let i = 0; i < 2; i++) expect((await signInFrom(ip, { ...both, password: 'wrong password!' })).statusCode).toBe(401);
+    // Counted to 3 (the limit) and taken back to 2, for the username, the email and the IP alike.
+    expect((await signInFrom(ip, { ...both, password: user.password })).statusCode).toBe(200);
+    expect((await signInFrom(ip, { email: user.email, password: 'wrong password!' })).statusCode).toBe(401);
+    expect((await signInFrom(ip, { username: user.username, password: 'wrong password!' })).statusCode).toBe(401);
+    // Both identifiers are now at their limit: the next attempt by either is refused, even right.
+    expectTooMany(await signInFrom(freshIp(), { email: user.email, password: user.password }), 'auth.sign_in.too_many_attempts', 900);
+    expectTooMany(await signInFrom(freshIp(), { username: user.username, password: user.password }), 'auth.sign_in.too_many_attempts', 900);
+    // The IP counted 2 failures + 1 taken back + 2 failures = 4 of its 6: two more wrong guesses
+    // with fresh names pass the IP limit, a third does not.
+    for (let i = 0; i < 2; i++) expect((await signInFrom(ip, { username: uniqueName('fresh'), password: 'wrong password!' })).statusCode).toBe(401);
+    expectTooMany(await signInFrom(ip, { username: uniqueName('fresh'), password: 'wrong password!' }), 'auth.sign_in.too_many_attempts', 900);
+    ctx.clock.advance(15 * 60 + 1);
+  });
+
   it('parallel wrong guesses never get more than the limit past the counter', async () => {
     const user = await createVerifiedUser(ctx);
     const results = await Promise.all(Array.from({ length: 12 }, () => signInFrom(freshIp(), { username: user.username, password: 'wrong password!' })));

@@ -24,9 +24,81 @@ export async function hitWindow(q: Queryable, key: string, windowSeconds: number
   return { hits: row.hits, windowStart: row.window_start };
 }
 
-/** Takes back one hit from the current window of `key` (a request that turned out legitimate). */
-export async function forgiveHit(q: Queryable, key: string): Promise<void> {
-  await q.query('UPDATE rate_limits SET hits = hits - 1 WHERE key = $1 AND hits > 0', [key]);
+/** One stored window after a hit, by its key. */
+export interface KeyedWindowHit extends WindowHit {
+  key: string;
+}
+
+/** Parameters `$1` to `$6` of {@link hitWindowsAfter}; the SQL of its `read` numbers its own from `$7`. */
+export const HIT_WINDOWS_PARAMS = 6;
+
+/**
+ * Counts one hit against `first` (when given) and, unless that one is then over `first.limit`,
+ * one hit against each of `keys`, all in one statement (one round trip, one commit). Rows are
+ * locked in the order given, `first` before `keys`; {@link forgiveHitsSql} locks in the same
+ * order, so the two cannot deadlock as long as callers pass the keys sorted the same way (the
+ * rate limiter does). Every window follows the rule of {@link hitWindow}.
+ *
+ * `read`, when given, is a SELECT run by the same statement (its parameters numbered from
+ * `$7`, {@link HIT_WINDOWS_PARAMS}), so a request that must be counted before it reads (sign-in)
+ * makes one round trip for both; it sees the database as it was before this statement's hits.
+ * @param keys distinct keys sharing one window of `windowSeconds`, none equal to `first.key`.
+ * @returns `windows`: every window counted (`first` first; the keys are missing when `first` was
+ *   over its limit); `rows`: the rows of `read` (empty without one).
+ */
+export async function hitWindowsAfter<R extends object = never>(
+  q: Queryable,
+  first: { key: string; windowSeconds: number; limit: number } | undefined,
+  keys: readonly string[],
+  windowSeconds: number,
+  now: Date,
+  read?: { sql: string; params: readonly unknown[] },
+): Promise<{ windows: KeyedWindowHit[]; rows: R[] }> {
+  const upsert = (window: string): string =>
+    `ON CONFLICT (key) DO UPDATE SET
+       hits = CASE WHEN r.window_start <= $1::timestamptz - make_interval(secs => ${window}) THEN 1 ELSE r.hits + 1 END,
+       window_start = CASE WHEN r.window_start <= $1::timestamptz - make_interval(secs => ${window}) THEN $1 ELSE r.window_start END
+     RETURNING r.key, r.hits, r.window_start`;
+  // The windows travel as one JSON array beside the rows of `read` (one row of NULLs when it has none).
+  const { rows } = await q.query<{ windows: { key: string; hits: number; window_start: string }[]; read_row: boolean | null } & R>(
+    `WITH first AS (
+       INSERT INTO rate_limits AS r (key, window_start, hits) SELECT $2::text, $1, 1 WHERE $2::text IS NOT NULL
+       ${upsert('$3')}
+     ), rest AS (
+       INSERT INTO rate_limits AS r (key, window_start, hits)
+       SELECT k.key, $1, 1 FROM unnest($5::text[]) WITH ORDINALITY AS k(key, n)
+        WHERE NOT EXISTS (SELECT 1 FROM first WHERE first.hits > $4)
+        ORDER BY k.n
+       ${upsert('$6')}
+     ), counted AS (
+       SELECT coalesce(json_agg(json_build_object('key', h.key, 'hits', h.hits, 'window_start', h.window_start) ORDER BY h.leading DESC), '[]'::json) AS windows
+         FROM (SELECT key, hits, window_start, true AS leading FROM first UNION ALL SELECT key, hits, window_start, false FROM rest) AS h
+     )
+     ${read === undefined ? 'SELECT counted.windows FROM counted' : `SELECT counted.windows, x.* FROM counted LEFT JOIN (SELECT true AS read_row, e.* FROM (${read.sql}) AS e) AS x ON true`}`,
+    [now, first?.key ?? null, first?.windowSeconds ?? 0, first?.limit ?? 0, [...keys], windowSeconds, ...(read?.params ?? [])],
+  );
+  const windows = (rows[0]?.windows ?? []).map((w) => ({ key: w.key, hits: w.hits, windowStart: new Date(w.window_start) }));
+  return { windows, rows: rows.filter((r) => r.read_row === true).map(({ windows: _w, read_row: _r, ...row }) => row as unknown as R) };
+}
+
+/**
+ * The statement that takes back one hit from the current window of each key in the text array
+ * parameter `$<param>`, locking the rows in the array's order (see {@link hitWindowsAfter}).
+ * Also usable as a data-modifying CTE of another statement, so that a request that turned out
+ * legitimate takes its hits back in the same commit as its other writes; `condition` (SQL,
+ * optional) must then hold for anything to be taken back.
+ */
+export function forgiveHitsSql(param: number, condition = 'true'): string {
+  return `UPDATE rate_limits AS r SET hits = r.hits - 1
+       FROM (SELECT l.key FROM unnest($${param}::text[]) WITH ORDINALITY AS k(key, n) JOIN rate_limits AS l ON l.key = k.key
+              WHERE l.hits > 0 AND ${condition} ORDER BY k.n FOR UPDATE OF l) AS locked
+      WHERE r.key = locked.key`;
+}
+
+/** Takes back one hit from the current window of each of `keys` (a request that turned out legitimate), in one statement. */
+export async function forgiveHits(q: Queryable, keys: readonly string[]): Promise<void> {
+  if (keys.length === 0) return;
+  await q.query(forgiveHitsSql(1), [[...keys]]);
 }
 
 /**

@@ -2,7 +2,7 @@ import type { FastifyBaseLogger } from 'fastify';
 import type { Clock } from '../../clock.js';
 import type { Db } from '../../db/db.js';
 import { hmacSha256 } from '../../crypto/secrets.js';
-import { forgiveHit, hitWindow, purgeWindows } from './rate-limits.repo.js';
+import { forgiveHits, hitWindow, hitWindowsAfter, purgeWindows } from './rate-limits.repo.js';
 
 /** One limit: at most `limit` counted requests per subject in a fixed window of `windowSeconds`; a limit of 0 disables it. */
 export interface RateLimitRule {
@@ -10,6 +10,20 @@ export interface RateLimitRule {
   readonly name: string;
   readonly limit: number;
   readonly windowSeconds: number;
+}
+
+/** One request of `subject` counted against `rule`. */
+export interface RateLimitHit {
+  readonly rule: RateLimitRule;
+  readonly subject: string;
+}
+
+/** The counts of one request under several rules: `first`, then each subject under `rule` (see {@link RateLimiter.hitAll}). */
+export interface RateLimitBatch {
+  readonly first?: RateLimitHit | undefined;
+  readonly rule: RateLimitRule;
+  /** Distinct subjects. */
+  readonly subjects: readonly string[];
 }
 
 /** The outcome of counting one request. */
@@ -27,8 +41,27 @@ export interface RateLimiter {
    * @returns allowed, or refused with the seconds until the window ends (for `Retry-After`).
    */
   hit(rule: RateLimitRule, subject: string): Promise<RateLimitVerdict>;
+  /**
+   * Counts one request of `batch.first` and then, unless that one is refused, one of each of
+   * `batch.subjects` against `batch.rule`, and runs the SELECT `read` (parameters numbered from
+   * `HIT_WINDOWS_PARAMS + 1` of rate-limits.repo.ts; it sees the database as it was before the
+   * counts): all in one statement, so one round trip and one commit (docs/performance.md).
+   * Refused when any count is over its limit, with the longest wait. Sign-in counts the client
+   * IP first, so that a source already over its limit does not also count against (and so lock)
+   * the identifiers it names, and finds its user in the same round trip.
+   * @returns the verdict and the rows of `read`, whatever the verdict.
+   */
+  hitAll<R extends object>(batch: RateLimitBatch, read: { sql: string; params: readonly unknown[] }): Promise<{ verdict: RateLimitVerdict; rows: R[] }>;
   /** Takes back one counted request (for example a sign-in that succeeded). */
   forgive(rule: RateLimitRule, subject: string): Promise<void>;
+  /** Takes back what {@link hitAll} counted for `batch`, in one statement. */
+  forgiveAll(batch: RateLimitBatch): Promise<void>;
+  /**
+   * The stored keys of `batch` (disabled rules left out) in the order {@link hitAll} locks
+   * them, for a statement that takes them back along with its own writes (`forgiveHitsSql` of
+   * rate-limits.repo.ts); another order could deadlock against a parallel {@link hitAll}.
+   */
+  keysOf(batch: RateLimitBatch): string[];
   /** Starts deleting ended windows every {@link PURGE_INTERVAL_MS}; stopped by {@link stop}. */
   start(): void;
   stop(): void;
@@ -43,6 +76,16 @@ export const PURGE_AFTER_SECONDS = 24 * 60 * 60;
 export function createRateLimiter(deps: { db: Db; clock: Clock; hmacKey: Buffer; log: FastifyBaseLogger }): RateLimiter {
   const { db, clock, hmacKey, log } = deps;
   const keyOf = (rule: RateLimitRule, subject: string): string => `${rule.name}:${hmacSha256(hmacKey, subject)}`;
+  /** The enabled keys of a batch: `first`'s, then the others sorted (the lock order of hitWindowsAfter and forgiveHitsSql). */
+  const batchKeys = (batch: RateLimitBatch): { first?: { key: string; rule: RateLimitRule }; keys: string[] } => {
+    const { first } = batch;
+    const keys = batch.rule.limit <= 0 ? [] : batch.subjects.map((subject) => keyOf(batch.rule, subject)).sort();
+    return first === undefined || first.rule.limit <= 0 ? { keys } : { first: { key: keyOf(first.rule, first.subject), rule: first.rule }, keys };
+  };
+  const keysOf = (batch: RateLimitBatch): string[] => {
+    const { first, keys } = batchKeys(batch);
+    return first === undefined ? keys : [first.key, ...keys];
+  };
   const retryAfter = (windowStart: Date, rule: RateLimitRule, now: Date): number =>
     Math.max(1, Math.ceil((windowStart.getTime() + rule.windowSeconds * 1000 - now.getTime()) / 1000));
   let timer: NodeJS.Timeout | undefined;
@@ -53,10 +96,33 @@ export function createRateLimiter(deps: { db: Db; clock: Clock; hmacKey: Buffer;
       const w = await hitWindow(db, keyOf(rule, subject), rule.windowSeconds, now);
       return w.hits <= rule.limit ? { allowed: true } : { allowed: false, retryAfterSeconds: retryAfter(w.windowStart, rule, now) };
     },
+    async hitAll<R extends object>(batch: RateLimitBatch, read: { sql: string; params: readonly unknown[] }) {
+      const { first, keys } = batchKeys(batch);
+      const now = clock.now();
+      // With every rule disabled the statement counts nothing and only runs `read`.
+      const { windows, rows } = await hitWindowsAfter<R>(
+        db,
+        first === undefined ? undefined : { key: first.key, windowSeconds: first.rule.windowSeconds, limit: first.rule.limit },
+        keys,
+        batch.rule.windowSeconds,
+        now,
+        read,
+      );
+      const refused = windows.flatMap((w) => {
+        const rule = w.key === first?.key ? first.rule : batch.rule;
+        return w.hits <= rule.limit ? [] : [retryAfter(w.windowStart, rule, now)];
+      });
+      const verdict: RateLimitVerdict = refused.length === 0 ? { allowed: true } : { allowed: false, retryAfterSeconds: Math.max(...refused) };
+      return { verdict, rows };
+    },
     async forgive(rule, subject) {
       if (rule.limit <= 0) return;
-      await forgiveHit(db, keyOf(rule, subject));
+      await forgiveHits(db, [keyOf(rule, subject)]);
     },
+    async forgiveAll(batch) {
+      await forgiveHits(db, keysOf(batch));
+    },
+    keysOf,
     start() {
       if (timer !== undefined) return;
       timer = setInterval(() => {

@@ -1,5 +1,6 @@
 import type { Queryable } from '../../db/db.js';
 import type { UserRow } from '../users/users.repo.js';
+import { forgiveHitsSql } from '../rate-limits/rate-limits.repo.js';
 
 /** A `sessions` row as the wire Session needs it (spec §2), plus the owner. */
 export interface SessionRow {
@@ -25,11 +26,14 @@ const SESSION_COLUMNS = 's.id, s.user_id, s.device_id, s.ip, s.user_agent, s.cre
  * Creates the records of a sign-in (spec §3: device and session records; the session is the
  * refresh token family, decisions.md §5) in one statement: a device, a session and the family's
  * first refresh token, but only while the user's password hash is still `checkedHash`, the hash
- * the password was verified against. Run it inside a transaction, for the reason
- * `rotateLiveRefreshToken` gives. The user row is share-locked for the statement, so a parallel password change (which replaces the hash and then revokes every
+ * the password was verified against. The user row is share-locked for the statement, so a
+ * parallel password change (which replaces the hash and then revokes every
  * session of the user) either waits for this statement and revokes the new session too, or
  * commits first, and then the hash no longer matches and nothing is created.
- * @returns false when the hash changed since it was checked; nothing was created then.
+ * The same statement takes back the sign-in's rate-limit hits (`forgiveRateLimitKeys`, issue 3
+ * point 1: only failures count), only when the session is created, so a sign-in is two commits
+ * (its hits and this) rather than four (docs/performance.md).
+ * @returns false when the hash changed since it was checked; nothing was created or forgiven then.
  */
 export async function createSignInSession(
   q: Queryable,
@@ -43,11 +47,14 @@ export async function createSignInSession(
     now: Date;
     expiresAt: Date;
     refreshToken: { id: string; tokenHash: string };
+    forgiveRateLimitKeys: readonly string[];
   },
 ): Promise<boolean> {
   const { rowCount } = await q.query(
     `WITH checked AS (
        SELECT id FROM users WHERE id = $3 AND password_hash = $8 FOR SHARE
+     ), forgiven AS (
+       ${forgiveHitsSql(11, 'EXISTS (SELECT 1 FROM checked)')}
      ), d AS (
        INSERT INTO devices (id, user_id, ip, user_agent, created_at) SELECT $2, checked.id, $4, $5, $6 FROM checked RETURNING id, user_id
      ), s AS (
@@ -55,7 +62,7 @@ export async function createSignInSession(
        SELECT $1, d.user_id, d.id, $4, $5, $6, $6, $7 FROM d RETURNING id
      )
      INSERT INTO refresh_tokens (id, session_id, token_hash, parent_id, created_at) SELECT $9, s.id, $10, NULL, $6 FROM s`,
-    [s.sessionId, s.deviceId, s.userId, s.ip, s.userAgent, s.now, s.expiresAt, s.checkedHash, s.refreshToken.id, s.refreshToken.tokenHash],
+    [s.sessionId, s.deviceId, s.userId, s.ip, s.userAgent, s.now, s.expiresAt, s.checkedHash, s.refreshToken.id, s.refreshToken.tokenHash, [...s.forgiveRateLimitKeys]],
   );
   return rowCount === 1;
 }

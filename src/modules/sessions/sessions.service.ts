@@ -8,10 +8,11 @@ import type { PasswordHasher } from '../../crypto/password.js';
 import { newRefreshToken, sha256 } from '../../crypto/secrets.js';
 import { UUID_PATTERN, type AccessTokenService } from '../tokens/access-token.service.js';
 import { normalizeEmail, normalizePhone, normalizeUsername } from '../users/identifiers.js';
-import { findUserById, findUsersByIdentifiers, upgradePasswordHash, type UserRow } from '../users/users.repo.js';
+import { findUserById, upgradePasswordHash, usersByIdentifiersQuery, type UserRow } from '../users/users.repo.js';
+import { HIT_WINDOWS_PARAMS } from '../rate-limits/rate-limits.repo.js';
 import { securityEvent } from '../audit/security-events.js';
 import type { RateLimitRules } from '../rate-limits/rate-limits.rules.js';
-import type { RateLimiter } from '../rate-limits/rate-limits.service.js';
+import type { RateLimitBatch, RateLimiter } from '../rate-limits/rate-limits.service.js';
 import { liveTokenWithinGrace, successorCiphertextFor } from './refresh-grace.js';
 import { insertRefreshToken, lockRefreshToken, markRotated, rotateLiveRefreshToken, type LockedRefreshToken } from './refresh-tokens.repo.js';
 import {
@@ -124,28 +125,46 @@ export function createSessionsService(deps: SessionsDeps): SessionsService {
   const { db, clock, hasher, accessTokens, sessionTtlSeconds, limiter, rules, log } = deps;
   const metrics = deps.metrics ?? createAuthMetrics();
 
+  /** The rate-limit counts of a sign-in: the client IP (if known) first, then every given identifier. */
+  const signInBatch = (subjects: readonly string[], ip: string | null): RateLimitBatch => ({
+    first: ip === null ? undefined : { rule: rules.signInPerIp, subject: ip },
+    rule: rules.signInPerIdentifier,
+    subjects,
+  });
+
   /**
-   * Counts a sign-in attempt against every given identifier and the client IP (issue 3 point 1).
-   * Known and unknown identifiers count alike, so a lock reveals nothing; a right password
-   * takes its count back (see {@link forgiveSignIn}), so only failures add up.
+   * Counts a sign-in attempt against the client IP and then every given identifier (issue 3
+   * point 1), and finds the users the identifiers name, in one statement (docs/performance.md).
+   * The IP first: a source already over its limit does not also count against (and so lock) the
+   * identifiers it names. Known and unknown identifiers count alike, so a lock reveals nothing; a
+   * right password takes its count back (in the statement that creates the session), so only
+   * failures add up.
+   * @returns the one user every given identifier names, or undefined (decisions.md §5).
    * @throws AppError `auth.sign_in.too_many_attempts` (429) with Retry-After.
    */
-  const enforceSignInLimits = async (subjects: string[], ip: string | null): Promise<void> => {
-    // The IP first: a source already over its limit must not also count against (and so lock)
-    // the identifiers it names.
-    const byIp = ip === null ? undefined : await limiter.hit(rules.signInPerIp, ip);
-    const verdicts = byIp === undefined || byIp.allowed ? await Promise.all(subjects.map((s) => limiter.hit(rules.signInPerIdentifier, s))) : [];
-    const refused = [...(byIp === undefined ? [] : [byIp]), ...verdicts].flatMap((v) => (v.allowed ? [] : [v.retryAfterSeconds]));
-    if (refused.length === 0) return;
-    securityEvent(log, 'sign_in.locked', { ip });
-    metrics.signIn('locked');
-    throw new AppError('auth.sign_in.too_many_attempts', { headers: { 'retry-after': String(Math.max(...refused)) } });
-  };
-  const forgiveSignIn = async (subjects: string[], ip: string | null): Promise<void> => {
-    await Promise.all([
-      ...subjects.map((s) => limiter.forgive(rules.signInPerIdentifier, s)),
-      ...(ip === null ? [] : [limiter.forgive(rules.signInPerIp, ip)]),
-    ]);
+  const countAttemptAndFindUser = async (
+    subjects: readonly string[],
+    ip: string | null,
+    ids: { username?: string | undefined; email?: string | undefined; phone?: string | undefined },
+  ): Promise<UserRow | undefined> => {
+    // A username outside the stored form names nobody: the statement need not look (the caller keeps the dummy-hash timing).
+    const impossible = ids.username !== undefined && !STORED_USERNAME.test(ids.username);
+    const { verdict, rows } = await limiter.hitAll<UserRow>(
+      signInBatch(subjects, ip),
+      usersByIdentifiersQuery(HIT_WINDOWS_PARAMS + 1, impossible ? {} : ids),
+    );
+    if (!verdict.allowed) {
+      securityEvent(log, 'sign_in.locked', { ip });
+      metrics.signIn('locked');
+      throw new AppError('auth.sign_in.too_many_attempts', { headers: { 'retry-after': String(verdict.retryAfterSeconds) } });
+    }
+    const [only] = rows;
+    if (rows.length !== 1 || only === undefined) return undefined;
+    const matches =
+      (ids.username === undefined || only.username === ids.username) &&
+      (ids.email === undefined || only.email === ids.email) &&
+      (ids.phone === undefined || only.phone === ids.phone);
+    return matches ? only : undefined;
   };
 
   /**
@@ -162,19 +181,6 @@ export function createSessionsService(deps: SessionsDeps): SessionsService {
     })().catch((err: unknown) => log.warn({ err, userId }, 'password hash upgrade failed'));
   };
 
-  /** The one user every given identifier names, or undefined (decisions.md §5). */
-  const findSignInUser = async (ids: { username?: string | undefined; email?: string | undefined; phone?: string | undefined }): Promise<UserRow | undefined> => {
-    // A username outside the stored form names nobody: skip the query (the caller keeps the dummy-hash timing).
-    if (ids.username !== undefined && !STORED_USERNAME.test(ids.username)) return undefined;
-    const candidates = await findUsersByIdentifiers(db, ids);
-    const [only] = candidates;
-    if (candidates.length !== 1 || only === undefined) return undefined;
-    const matches =
-      (ids.username === undefined || only.username === ids.username) &&
-      (ids.email === undefined || only.email === ids.email) &&
-      (ids.phone === undefined || only.phone === ids.phone);
-    return matches ? only : undefined;
-  };
   const { refreshReuseGraceSeconds } = deps;
 
   const secondsUntil = (when: Date, now: Date): number => Math.max(0, Math.floor((when.getTime() - now.getTime()) / 1000));
@@ -200,8 +206,7 @@ export function createSessionsService(deps: SessionsDeps): SessionsService {
         ...(email === undefined ? [] : [`email:${email}`]),
         ...(phone === undefined ? [] : [`phone:${phone}`]),
       ];
-      await enforceSignInLimits(subjects, client.ip);
-      const user = await findSignInUser({ username, email, phone });
+      const user = await countAttemptAndFindUser(subjects, client.ip, { username, email, phone });
       const password = input.password.normalize('NFKC');
       // Unknown users cost one argon2id verification too, so timing does not reveal who exists.
       const passwordOk = user === undefined ? (await hasher.verifyDummy(password), false) : await hasher.verify(user.password_hash, password);
@@ -210,8 +215,9 @@ export function createSessionsService(deps: SessionsDeps): SessionsService {
         metrics.signIn('bad_credentials');
         throw new AppError('auth.invalid_credentials');
       }
-      await forgiveSignIn(subjects, client.ip);
       if (user.email !== null && !user.is_email_verified) {
+        // The password was right: its attempt does not count (issue 3 point 1).
+        await limiter.forgiveAll(signInBatch(subjects, client.ip));
         securityEvent(log, 'sign_in.failed', { userId: user.id, ip: client.ip, reason: 'email_not_verified' });
         metrics.signIn('unverified');
         throw new AppError('auth.email_not_verified');
@@ -222,23 +228,27 @@ export function createSessionsService(deps: SessionsDeps): SessionsService {
       const refreshToken = newRefreshToken();
       const expiresAt = new Date(now.getTime() + sessionTtlSeconds * 1000);
       const userAgent = client.userAgent === null ? null : client.userAgent.slice(0, MAX_USER_AGENT_LENGTH);
-      // One statement that creates nothing if the hash changed meanwhile, in an explicit
-      // transaction: a statement held up by a silent network and delivered after this request
-      // gave up must not commit on its own (see the refresh below).
+      const forgiveRateLimitKeys = limiter.keysOf(signInBatch(subjects, client.ip));
+      // One statement (one round trip, one commit) that creates nothing if the hash changed
+      // meanwhile. Not wrapped in BEGIN/COMMIT, unlike the refresh below: delivered late by a
+      // silent network after this request answered 503, it would create a session whose refresh
+      // token nobody ever received, which expires unused (docs/decisions.md). The access token is
+      // signed (on libuv's thread pool) while the statement runs.
       const createSession = (checkedHash: string): Promise<boolean> =>
-        db.transaction((tx) =>
-          createSignInSession(tx, {
-            sessionId,
-            deviceId: randomUUID(),
-            userId: user.id,
-            checkedHash,
-            ip: client.ip,
-            userAgent,
-            now,
-            expiresAt,
-            refreshToken: { id: randomUUID(), tokenHash: sha256(refreshToken) },
-          }),
-        );
+        createSignInSession(db, {
+          sessionId,
+          deviceId: randomUUID(),
+          userId: user.id,
+          checkedHash,
+          ip: client.ip,
+          userAgent,
+          now,
+          expiresAt,
+          refreshToken: { id: randomUUID(), tokenHash: sha256(refreshToken) },
+          forgiveRateLimitKeys,
+        });
+      const signing = accessTokens.sign({ userId: user.id, sessionId });
+      signing.catch(() => undefined); // awaited below; never an unhandled rejection meanwhile
       let storedHash = user.password_hash;
       if (!(await createSession(storedHash))) {
         // The hash changed since it was checked: a password change (the old password no longer
@@ -251,7 +261,7 @@ export function createSessionsService(deps: SessionsDeps): SessionsService {
         storedHash = fresh.password_hash;
       }
       if (hasher.needsRehash(storedHash)) upgradeHashInBackground(user.id, storedHash, password);
-      const accessToken = await accessTokens.sign({ userId: user.id, sessionId });
+      const accessToken = await signing;
       securityEvent(log, 'sign_in.succeeded', { userId: user.id, sessionId, ip: client.ip });
       metrics.signIn('success');
       return { user, sessionId, accessToken, refreshToken, refreshMaxAgeSeconds: sessionTtlSeconds };

@@ -63,6 +63,22 @@ export async function findTakenIdentifier(
 }
 
 /**
+ * The SELECT of {@link findUsersByIdentifiers}, with its parameters numbered from `$<firstParam>`,
+ * for a statement that runs it along with other work (sign-in counts its attempt in the same
+ * round trip, `RateLimiter.hitAll`).
+ */
+export function usersByIdentifiersQuery(
+  firstParam: number,
+  ids: { username?: string | undefined; email?: string | undefined; phone?: string | undefined },
+): { sql: string; params: unknown[] } {
+  const [u, e, p] = [firstParam, firstParam + 1, firstParam + 2];
+  return {
+    sql: `SELECT ${USER_COLUMNS} FROM users WHERE username = $${u}::text OR email = $${e}::text OR phone = $${p}::text`,
+    params: [ids.username ?? null, ids.email ?? null, ids.phone ?? null],
+  };
+}
+
+/**
  * Every user named by any of the given (already normalised) identifiers; at most three rows.
  * Undefined identifiers match nothing.
  */
@@ -70,10 +86,8 @@ export async function findUsersByIdentifiers(
   q: Queryable,
   ids: { username?: string | undefined; email?: string | undefined; phone?: string | undefined },
 ): Promise<UserRow[]> {
-  const { rows } = await q.query<UserRow>(
-    `SELECT ${USER_COLUMNS} FROM users WHERE username = $1 OR email = $2 OR phone = $3`,
-    [ids.username ?? null, ids.email ?? null, ids.phone ?? null],
-  );
+  const { sql, params } = usersByIdentifiersQuery(1, ids);
+  const { rows } = await q.query<UserRow>(sql, params);
   return rows;
 }
 
