@@ -102,10 +102,16 @@ export async function forgiveHits(q: Queryable, keys: readonly string[]): Promis
 }
 
 /**
- * Deletes windows that started before `before` (none of them can still count).
+ * Deletes windows that started before `before` (none of them can still count). Rows locked by a
+ * request are skipped (`SKIP LOCKED`, left for the next purge): waiting for them while holding
+ * the rows already deleted could deadlock with a statement that counts several keys at once
+ * ({@link hitWindowsAfter}).
  * @returns how many rows were deleted.
  */
 export async function purgeWindows(q: Queryable, before: Date): Promise<number> {
-  const { rowCount } = await q.query('DELETE FROM rate_limits WHERE window_start < $1', [before]);
+  const { rowCount } = await q.query(
+    `DELETE FROM rate_limits WHERE key IN (SELECT key FROM rate_limits WHERE window_start < $1 FOR UPDATE SKIP LOCKED) AND window_start < $1`,
+    [before],
+  );
   return rowCount;
 }

@@ -32,7 +32,7 @@ const SESSION_COLUMNS = 's.id, s.user_id, s.device_id, s.ip, s.user_agent, s.cre
  * commits first, and then the hash no longer matches and nothing is created.
  * The same statement takes back the sign-in's rate-limit hits (`forgiveRateLimitKeys`, issue 3
  * point 1: only failures count), only when the session is created, so a sign-in is two commits
- * (its hits and this) rather than four (docs/performance.md).
+ * (its counts and this) rather than 2n + 3 for n identifiers (docs/performance.md).
  * @returns false when the hash changed since it was checked; nothing was created or forgiven then.
  */
 export async function createSignInSession(

@@ -77,9 +77,11 @@ export interface SessionsDeps {
 export interface SessionsService {
   /**
    * Signs a user in: every given identifier must name the same user (decisions.md §5); unknown
-   * users cost the same argon2id verification as known ones. Creates a device, a session (the
-   * refresh token family) and its first refresh token in one transaction.
-   * Failed attempts count per identifier and per client IP (issue 3 point 1).
+   * users cost the same argon2id verification as known ones. Two statements: the attempt's
+   * rate-limit counts with the user lookup, then a device, a session (the refresh token family)
+   * and its first refresh token with the counts taken back (one statement, on its own rather
+   * than in BEGIN/COMMIT, docs/decisions.md). Failed attempts count per identifier and per
+   * client IP (issue 3 point 1).
    * @throws AppError `auth.invalid_credentials` (401), `auth.email_not_verified` (403, only
    *   after the password was right, so it reveals nothing to a guesser),
    *   `auth.sign_in.too_many_attempts` (429, Retry-After).
@@ -137,8 +139,8 @@ export function createSessionsService(deps: SessionsDeps): SessionsService {
    * point 1), and finds the users the identifiers name, in one statement (docs/performance.md).
    * The IP first: a source already over its limit does not also count against (and so lock) the
    * identifiers it names. Known and unknown identifiers count alike, so a lock reveals nothing; a
-   * right password takes its count back (in the statement that creates the session), so only
-   * failures add up.
+   * right password takes its count back (in the statement that creates the session, or, when
+   * the email is not verified, by `forgiveAll`), so only failures add up.
    * @returns the one user every given identifier names, or undefined (decisions.md §5).
    * @throws AppError `auth.sign_in.too_many_attempts` (429) with Retry-After.
    */
