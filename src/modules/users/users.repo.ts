@@ -63,9 +63,10 @@ export async function findTakenIdentifier(
 }
 
 /**
- * The SELECT of {@link findUsersByIdentifiers}, with its parameters numbered from `$<firstParam>`,
- * for a statement that runs it along with other work (sign-in counts its attempt in the same
- * round trip, `RateLimiter.hitAll`).
+ * The SELECT of every user named by any of the given (already normalised) identifiers (at most
+ * three rows; undefined identifiers match nothing), with its parameters numbered from
+ * `$<firstParam>`, for a statement that runs it along with other work: sign-in counts its
+ * attempt and looks its user up in one round trip (`RateLimiter.hitAll`).
  */
 export function usersByIdentifiersQuery(
   firstParam: number,
@@ -76,19 +77,6 @@ export function usersByIdentifiersQuery(
     sql: `SELECT ${USER_COLUMNS} FROM users WHERE username = $${u}::text OR email = $${e}::text OR phone = $${p}::text`,
     params: [ids.username ?? null, ids.email ?? null, ids.phone ?? null],
   };
-}
-
-/**
- * Every user named by any of the given (already normalised) identifiers; at most three rows.
- * Undefined identifiers match nothing.
- */
-export async function findUsersByIdentifiers(
-  q: Queryable,
-  ids: { username?: string | undefined; email?: string | undefined; phone?: string | undefined },
-): Promise<UserRow[]> {
-  const { sql, params } = usersByIdentifiersQuery(1, ids);
-  const { rows } = await q.query<UserRow>(sql, params);
-  return rows;
 }
 
 /** The user with this (normalised) email, or undefined. */
