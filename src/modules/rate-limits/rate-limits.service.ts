@@ -49,19 +49,19 @@ export interface RateLimiter {
    * Refused when any count is over its limit, with the longest wait. Sign-in counts the client
    * IP first, so that a source already over its limit does not also count against (and so lock)
    * the identifiers it names, and finds its user in the same round trip.
-   * @returns the verdict and the rows of `read`, whatever the verdict.
+   * @returns the verdict; the rows of `read`, whatever the verdict; and the stored keys of the
+   *   batch (disabled rules left out) in the order this statement locks them, for taking the
+   *   counts back later ({@link forgiveKeys}, or `forgiveHitsSql` of rate-limits.repo.ts inside
+   *   another statement; another order could deadlock against a parallel `hitAll`).
    */
-  hitAll<R extends object>(batch: RateLimitBatch, read: { sql: string; params: readonly unknown[] }): Promise<{ verdict: RateLimitVerdict; rows: R[] }>;
+  hitAll<R extends object>(
+    batch: RateLimitBatch,
+    read: { sql: string; params: readonly unknown[] },
+  ): Promise<{ verdict: RateLimitVerdict; rows: R[]; keys: readonly string[] }>;
   /** Takes back one counted request (for example a sign-in that succeeded). */
   forgive(rule: RateLimitRule, subject: string): Promise<void>;
-  /** Takes back what {@link hitAll} counted for `batch`, in one statement. */
-  forgiveAll(batch: RateLimitBatch): Promise<void>;
-  /**
-   * The stored keys of `batch` (disabled rules left out) in the order {@link hitAll} locks
-   * them, for a statement that takes them back along with its own writes (`forgiveHitsSql` of
-   * rate-limits.repo.ts); another order could deadlock against a parallel {@link hitAll}.
-   */
-  keysOf(batch: RateLimitBatch): string[];
+  /** Takes back one count of each of `keys` (as {@link hitAll} returned them), in one statement. */
+  forgiveKeys(keys: readonly string[]): Promise<void>;
   /** Starts deleting ended windows every {@link PURGE_INTERVAL_MS}; stopped by {@link stop}. */
   start(): void;
   stop(): void;
@@ -81,10 +81,6 @@ export function createRateLimiter(deps: { db: Db; clock: Clock; hmacKey: Buffer;
     const { first } = batch;
     const keys = batch.rule.limit <= 0 ? [] : batch.subjects.map((subject) => keyOf(batch.rule, subject)).sort();
     return first === undefined || first.rule.limit <= 0 ? { keys } : { first: { key: keyOf(first.rule, first.subject), rule: first.rule }, keys };
-  };
-  const keysOf = (batch: RateLimitBatch): string[] => {
-    const { first, keys } = batchKeys(batch);
-    return first === undefined ? keys : [first.key, ...keys];
   };
   const retryAfter = (windowStart: Date, rule: RateLimitRule, now: Date): number =>
     Math.max(1, Math.ceil((windowStart.getTime() + rule.windowSeconds * 1000 - now.getTime()) / 1000));
@@ -113,16 +109,15 @@ export function createRateLimiter(deps: { db: Db; clock: Clock; hmacKey: Buffer;
         return w.hits <= rule.limit ? [] : [retryAfter(w.windowStart, rule, now)];
       });
       const verdict: RateLimitVerdict = refused.length === 0 ? { allowed: true } : { allowed: false, retryAfterSeconds: Math.max(...refused) };
-      return { verdict, rows };
+      return { verdict, rows, keys: first === undefined ? keys : [first.key, ...keys] };
     },
     async forgive(rule, subject) {
       if (rule.limit <= 0) return;
       await forgiveHits(db, [keyOf(rule, subject)]);
     },
-    async forgiveAll(batch) {
-      await forgiveHits(db, keysOf(batch));
+    async forgiveKeys(keys) {
+      await forgiveHits(db, keys);
     },
-    keysOf,
     start() {
       if (timer !== undefined) return;
       timer = setInterval(() => {

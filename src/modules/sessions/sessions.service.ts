@@ -12,7 +12,7 @@ import { findUserById, upgradePasswordHash, usersByIdentifiersQuery, type UserRo
 import { HIT_WINDOWS_PARAMS } from '../rate-limits/rate-limits.repo.js';
 import { securityEvent } from '../audit/security-events.js';
 import type { RateLimitRules } from '../rate-limits/rate-limits.rules.js';
-import type { RateLimitBatch, RateLimiter } from '../rate-limits/rate-limits.service.js';
+import type { RateLimiter } from '../rate-limits/rate-limits.service.js';
 import { liveTokenWithinGrace, successorCiphertextFor } from './refresh-grace.js';
 import { insertRefreshToken, lockRefreshToken, markRotated, rotateLiveRefreshToken, type LockedRefreshToken } from './refresh-tokens.repo.js';
 import {
@@ -127,32 +127,27 @@ export function createSessionsService(deps: SessionsDeps): SessionsService {
   const { db, clock, hasher, accessTokens, sessionTtlSeconds, limiter, rules, log } = deps;
   const metrics = deps.metrics ?? createAuthMetrics();
 
-  /** The rate-limit counts of a sign-in: the client IP (if known) first, then every given identifier. */
-  const signInBatch = (subjects: readonly string[], ip: string | null): RateLimitBatch => ({
-    first: ip === null ? undefined : { rule: rules.signInPerIp, subject: ip },
-    rule: rules.signInPerIdentifier,
-    subjects,
-  });
-
   /**
    * Counts a sign-in attempt against the client IP and then every given identifier (issue 3
    * point 1), and finds the users the identifiers name, in one statement (docs/performance.md).
    * The IP first: a source already over its limit does not also count against (and so lock) the
    * identifiers it names. Known and unknown identifiers count alike, so a lock reveals nothing; a
    * right password takes its count back (in the statement that creates the session, or, when
-   * the email is not verified, by `forgiveAll`), so only failures add up.
-   * @returns the one user every given identifier names, or undefined (decisions.md §5).
+   * the email is not verified, by `forgiveKeys`), so only failures add up.
+   * @returns `user`: the one user every given identifier names, or undefined (decisions.md §5);
+   *   `rateLimitKeys`: the counted keys, to take them back.
    * @throws AppError `auth.sign_in.too_many_attempts` (429) with Retry-After.
    */
   const countAttemptAndFindUser = async (
     subjects: readonly string[],
     ip: string | null,
     ids: { username?: string | undefined; email?: string | undefined; phone?: string | undefined },
-  ): Promise<UserRow | undefined> => {
+  ): Promise<{ user: UserRow | undefined; rateLimitKeys: readonly string[] }> => {
     // A username outside the stored form names nobody: the statement need not look (the caller keeps the dummy-hash timing).
     const impossible = ids.username !== undefined && !STORED_USERNAME.test(ids.username);
-    const { verdict, rows } = await limiter.hitAll<UserRow>(
-      signInBatch(subjects, ip),
+    // The client IP (if known) first, then every given identifier.
+    const { verdict, rows, keys } = await limiter.hitAll<UserRow>(
+      { first: ip === null ? undefined : { rule: rules.signInPerIp, subject: ip }, rule: rules.signInPerIdentifier, subjects },
       usersByIdentifiersQuery(HIT_WINDOWS_PARAMS + 1, impossible ? {} : ids),
     );
     if (!verdict.allowed) {
@@ -161,12 +156,13 @@ export function createSessionsService(deps: SessionsDeps): SessionsService {
       throw new AppError('auth.sign_in.too_many_attempts', { headers: { 'retry-after': String(verdict.retryAfterSeconds) } });
     }
     const [only] = rows;
-    if (rows.length !== 1 || only === undefined) return undefined;
     const matches =
+      rows.length === 1 &&
+      only !== undefined &&
       (ids.username === undefined || only.username === ids.username) &&
       (ids.email === undefined || only.email === ids.email) &&
       (ids.phone === undefined || only.phone === ids.phone);
-    return matches ? only : undefined;
+    return { user: matches ? only : undefined, rateLimitKeys: keys };
   };
 
   /**
@@ -208,7 +204,7 @@ export function createSessionsService(deps: SessionsDeps): SessionsService {
         ...(email === undefined ? [] : [`email:${email}`]),
         ...(phone === undefined ? [] : [`phone:${phone}`]),
       ];
-      const user = await countAttemptAndFindUser(subjects, client.ip, { username, email, phone });
+      const { user, rateLimitKeys } = await countAttemptAndFindUser(subjects, client.ip, { username, email, phone });
       const password = input.password.normalize('NFKC');
       // Unknown users cost one argon2id verification too, so timing does not reveal who exists.
       const passwordOk = user === undefined ? (await hasher.verifyDummy(password), false) : await hasher.verify(user.password_hash, password);
@@ -219,7 +215,7 @@ export function createSessionsService(deps: SessionsDeps): SessionsService {
       }
       if (user.email !== null && !user.is_email_verified) {
         // The password was right: its attempt does not count (issue 3 point 1).
-        await limiter.forgiveAll(signInBatch(subjects, client.ip));
+        await limiter.forgiveKeys(rateLimitKeys);
         securityEvent(log, 'sign_in.failed', { userId: user.id, ip: client.ip, reason: 'email_not_verified' });
         metrics.signIn('unverified');
         throw new AppError('auth.email_not_verified');
@@ -230,7 +226,6 @@ export function createSessionsService(deps: SessionsDeps): SessionsService {
       const refreshToken = newRefreshToken();
       const expiresAt = new Date(now.getTime() + sessionTtlSeconds * 1000);
       const userAgent = client.userAgent === null ? null : client.userAgent.slice(0, MAX_USER_AGENT_LENGTH);
-      const forgiveRateLimitKeys = limiter.keysOf(signInBatch(subjects, client.ip));
       // One statement (one round trip, one commit) that creates nothing if the hash changed
       // meanwhile. Not wrapped in BEGIN/COMMIT, unlike the refresh below: delivered late by a
       // silent network after this request answered 503, it would create a session whose refresh
@@ -247,7 +242,7 @@ export function createSessionsService(deps: SessionsDeps): SessionsService {
           now,
           expiresAt,
           refreshToken: { id: randomUUID(), tokenHash: sha256(refreshToken) },
-          forgiveRateLimitKeys,
+          forgiveRateLimitKeys: rateLimitKeys,
         });
       const signing = accessTokens.sign({ userId: user.id, sessionId });
       signing.catch(() => undefined); // awaited below; never an unhandled rejection meanwhile
