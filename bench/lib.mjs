@@ -356,21 +356,22 @@ export function serviceEnv(settings) {
 /**
  * The Node.js flags `npm start` runs the service with (package.json's `start` script, the
  * production launcher: heap limits, source maps), so the benchmark measures the service as it
- * runs in production. Throws when the script no longer has the form `node <flags> dist/src/main.js`.
+ * runs in production. Throws when the script no longer has the form
+ * `node <flags> dist/service/main.js`.
  */
 export function serviceNodeFlags() {
   const start = JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8')).scripts.start;
-  const match = /^node((?: --[a-z-]+(?:=\S+)?)*) dist\/src\/main\.js$/.exec(start);
-  if (match === null) throw new Error(`package.json scripts.start is not "node <flags> dist/src/main.js": ${start}`);
+  const match = /^node((?: --[a-z-]+(?:=\S+)?)*) dist\/service\/main\.js$/.exec(start);
+  if (match === null) throw new Error(`package.json scripts.start is not "node <flags> dist/service/main.js": ${start}`);
   return match[1].trim().split(' ').filter((flag) => flag !== '');
 }
 
 /**
- * Starts the built service as `npm start` does (`node <its flags> dist/src/main.js`, or another
- * build's `script`) with `env`; `nodeArgs` go before the script too (`--cpu-prof`). Ready means
+ * Starts the built service as `npm start` does (`node <its flags> dist/service/main.js`, the
+ * bundle, or another build's `script`) with `env`; `nodeArgs` go before the script too (`--cpu-prof`). Ready means
  * its first successful HTTP answer (GET /healthz).
  */
-export async function startService({ env, nodeArgs = [], logFile, script = 'dist/src/main.js' }) {
+export async function startService({ env, nodeArgs = [], logFile, script = 'dist/service/main.js' }) {
   const port = await freePort();
   return spawnUntilReady({ args: [...serviceNodeFlags(), ...nodeArgs, script], env: { ...env, PORT: String(port) }, port, readyPath: '/healthz', logFile });
 }

@@ -9,9 +9,9 @@ const execFileAsync = promisify(execFile);
 
 /** The package root (this file is test/cli/built-cli.test.ts). */
 const ROOT = path.resolve(import.meta.dirname, '..', '..');
-/** The file package.json "bin" names. */
-const CLI = path.join(ROOT, 'dist', 'src', 'cli.js');
-/** `npm run build` (tsc) takes about 15 s on the 2-core machine; leave room for a busy one. */
+/** The file package.json "bin" names (the esbuild bundle of src/cli.ts, scripts/bundle.mjs). */
+const CLI = path.join(ROOT, (JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as { bin: Record<string, string> }).bin['auth-service']!);
+/** `npm run build` (tsc and esbuild) takes about 15 s on the 2-core machine; leave room for a busy one. */
 const BUILD_TIMEOUT_MS = 180_000;
 /** How long `serve` may take to listen: PGlite start, migrations and key generation in a fresh DATA_DIR. */
 const SERVE_START_TIMEOUT_MS = 60_000;
@@ -34,7 +34,7 @@ async function cli(args: string[], env: Record<string, string> = {}): Promise<{ 
 
 // The built CLI does not depend on the database back end (serve below uses the embedded one),
 // so it runs in the PGlite project only: one build, not two racing ones.
-describe.skipIf(process.env.TEST_DB === 'postgres')('the built CLI (package.json "bin": dist/src/cli.js)', () => {
+describe.skipIf(process.env.TEST_DB === 'postgres')('the built CLI (package.json "bin": dist/service/cli.js)', () => {
   beforeAll(async () => {
     await execFileAsync('npm', ['run', '--silent', 'build'], { cwd: ROOT, timeout: BUILD_TIMEOUT_MS });
   }, BUILD_TIMEOUT_MS);
@@ -103,6 +103,21 @@ describe.skipIf(process.env.TEST_DB === 'postgres')('the built CLI (package.json
       const res = await fetch(`${address}/auth/v0/.well-known/jwks.json`);
       expect(res.status).toBe(200);
       expect(((await res.json()) as { keys: unknown[] }).keys).toHaveLength(1);
+      // A sign-up runs what the bundle loads late (zxcvbn's packages, CommonJS, imported at the
+      // first password check), argon2id's native addon and the outbox's log transport.
+      const signUp = await fetch(`${address}/auth/v0/sign-up`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ email: 'built@example.com', username: 'built_cli', password: 'plum-harbor-quietly-71' }),
+      });
+      expect(signUp.status).toBe(201);
+      const weak = await fetch(`${address}/auth/v0/sign-up`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ email: 'weak@example.com', username: 'weak_cli', password: 'password1234' }),
+      });
+      expect(weak.status).toBe(400);
+      expect(await weak.json()).toMatchObject({ code: 'auth.sign_up.validation_failed', message: expect.stringMatching(/password/i) as unknown });
       expect(output).toContain('SMTP is not configured');
       child.kill('SIGTERM');
       expect(await exited).toBe(0);

@@ -4,7 +4,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 /** The built entry point `npm start` runs (test/reliability/global-setup.ts builds it). */
-export const MAIN_JS = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../../dist/src/main.js');
+export const MAIN_JS = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../../dist/service/main.js');
 
 /** Longest wait for a spawned service to listen: PGlite start-up plus migrations on a busy machine. */
 const START_TIMEOUT_MS = 60_000;
@@ -15,7 +15,7 @@ export interface Exit {
   readonly signal: NodeJS.Signals | null;
 }
 
-/** The real service (`node dist/src/main.js`) in a child process, listening on 127.0.0.1. */
+/** The real service (`node dist/service/main.js`, what `npm start` runs) in a child process, listening on 127.0.0.1. */
 export interface ServiceProcess {
   readonly child: ChildProcess;
   /** `http://127.0.0.1:<port>`, as the service logged it. */
