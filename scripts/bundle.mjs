@@ -7,11 +7,18 @@
 // bundle took start to ready from about 0.86 s to about 0.62 s (docs/performance.md, change 8).
 // `npm run build` still runs tsc first: the type check, and dist/src/ for the benchmark scripts.
 //
-// Packages that find files next to their own code at run time stay outside the bundle and are
-// loaded from node_modules as before: @node-rs/argon2 (a native addon), @electric-sql/pglite
-// (its WebAssembly and data files), @fastify/swagger-ui (the Swagger UI files it serves),
-// @fastify/swagger (reads its own package.json), pino and pino-pretty (pino starts transports
-// from files by path), pg-native (pg's optional native driver, not installed).
+// One self-contained file per entry point, no shared chunks: a running process reads nothing
+// from dist/ after its start, so a rebuild under it (`npm run migrate` rebuilds first) cannot
+// take away a file it has yet to load. Our own modules that the code imports on first use (the
+// CLI's commands, src/db/pglite.ts) are inlined and evaluated only when imported.
+//
+// Packages stay outside the bundle, loaded from node_modules as before, when
+// - they find files next to their own code at run time: @node-rs/argon2 (a native addon),
+//   @electric-sql/pglite (its WebAssembly and data files), @fastify/swagger-ui (the Swagger UI
+//   files it serves), @fastify/swagger (reads its own package.json), pino and pino-pretty
+//   (pino starts transports from files by path); pg-native is pg's optional native driver;
+// - or the service loads them on first use with import() (LAZY below): inlined, they would be
+//   parsed on every start (zxcvbn's dictionaries and nodemailer are about 1 MB of code).
 import { build } from 'esbuild';
 import { rmSync } from 'node:fs';
 import path from 'node:path';
@@ -20,29 +27,42 @@ import { fileURLToPath } from 'node:url';
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const outdir = path.join(root, 'dist', 'service');
 
+/**
+ * Packages the service imports only when first needed (docs/decisions.md, "Running the
+ * process"): PGlite without DATABASE_URL, pino-pretty on a terminal, nodemailer at the first
+ * email, zxcvbn at the first password check.
+ */
+const LAZY = ['@electric-sql/pglite', 'pino-pretty', 'nodemailer', '@zxcvbn-ts/core', '@zxcvbn-ts/language-common'];
 /** Packages loaded from node_modules at run time instead of bundled (see above). */
-const EXTERNAL = ['@node-rs/argon2', '@electric-sql/pglite', '@fastify/swagger-ui', '@fastify/swagger', 'pino', 'pino-pretty', 'pg-native'];
+const EXTERNAL = ['@node-rs/argon2', '@fastify/swagger-ui', '@fastify/swagger', 'pino', 'pg-native', ...LAZY];
 
-// Chunk names carry content hashes: clear the previous build's files first.
 rmSync(outdir, { recursive: true, force: true });
-await build({
+const { metafile } = await build({
   absWorkingDir: root,
   entryPoints: ['src/main.ts', 'src/cli.ts'],
   outdir,
   bundle: true,
-  // The CLI's commands (serve, migrate, keys, outbox, sessions) stay behind their dynamic
-  // imports: code shared with main.js goes into chunk files both load.
-  splitting: true,
-  chunkNames: 'chunks/[name]-[hash]',
+  splitting: false,
   format: 'esm',
   platform: 'node',
   target: 'node20',
   external: EXTERNAL,
   // Not minified: stack traces in logs keep readable function names. Source maps for
-  // NODE_OPTIONS=--enable-source-maps.
+  // NODE_OPTIONS=--enable-source-maps and for bench/cpu-profile.mjs.
   sourcemap: true,
   legalComments: 'linked',
   // The bundled CommonJS packages call require() for Node.js built-ins and external packages.
   banner: { js: "import { createRequire as __bundleCreateRequire } from 'node:module';\nconst require = __bundleCreateRequire(import.meta.url);" },
+  metafile: true,
   logLevel: 'warning',
 });
+
+// An inlined module's top-level import of an external package becomes a top-level import of
+// the whole file: a static import of a LAZY package anywhere would load it on every start.
+for (const [file, output] of Object.entries(metafile.outputs)) {
+  const eager = output.imports.filter((i) => i.external && i.kind !== 'dynamic-import' && LAZY.some((p) => i.path === p || i.path.startsWith(`${p}/`)));
+  if (eager.length > 0) {
+    console.error(`${file} imports ${eager.map((i) => i.path).join(', ')} at load; import them with import() where first needed`);
+    process.exit(1);
+  }
+}

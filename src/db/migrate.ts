@@ -9,7 +9,10 @@ const SCHEMA_TABLE = 'schema_version';
 /** Key of the PostgreSQL advisory lock that serialises migrations across instances (decisions.md §1). */
 const MIGRATION_LOCK_KEY = 7_243_001;
 
-/** The `migrations/` folder of this package, found from this file in `src/` or `dist/src/`. */
+/**
+ * The `migrations/` folder of this package, found by walking up from this file: `src/`,
+ * `dist/src/`, or the bundle in `dist/service/`.
+ */
 export function migrationsDir(): string {
   let dir = path.dirname(fileURLToPath(import.meta.url));
   for (;;) {

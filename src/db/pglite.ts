@@ -1,5 +1,5 @@
 import { mkdirSync } from 'node:fs';
-import { PGlite } from '@electric-sql/pglite';
+import type { PGlite } from '@electric-sql/pglite';
 import type { Db, Queryable, QueryResult } from './db.js';
 
 /**
@@ -11,7 +11,10 @@ import type { Db, Queryable, QueryResult } from './db.js';
  */
 export async function openPglite(dataDir: string | undefined): Promise<Db> {
   if (dataDir !== undefined) mkdirSync(dataDir, { recursive: true });
-  const pglite = dataDir === undefined ? new PGlite() : new PGlite(dataDir);
+  // Imported here, not at the top: in the bundle (scripts/bundle.mjs) this module is inlined
+  // into the one file, where a top-level import would load PGlite on every start.
+  const { PGlite: PGliteDatabase } = await import('@electric-sql/pglite');
+  const pglite = dataDir === undefined ? new PGliteDatabase() : new PGliteDatabase(dataDir);
   await pglite.waitReady;
   const wrap = (q: Pick<PGlite, 'query'>): Queryable => ({
     async query<R>(sql: string, params: readonly unknown[] = []): Promise<QueryResult<R>> {

@@ -79,16 +79,17 @@ const PATTERN_NAMES: Record<string, string> = {
 let zxcvbn: Promise<ZxcvbnFactory> | undefined;
 
 /**
- * The zxcvbn estimator (password-estimator.ts), loaded and built on first use, and kept for the
- * process: importing the modules (about 30 ms) and ranking the dictionaries (about 80 ms, all on
- * the event loop) would otherwise delay every start, or, done right after the service listens,
- * its first answers (docs/performance.md). The first password check of a process pays for it
- * once.
+ * The zxcvbn estimator with the dictionaries of @zxcvbn-ts/language-common (about 49,000
+ * frequently used passwords and the 7,776 diceware words) and its keyboard layouts.
+ * Loaded and built on first use, and kept for the process: importing the modules (about 30 ms)
+ * and ranking the dictionaries (about 80 ms, all on the event loop) would otherwise delay every
+ * start, or, done right after the service listens, its first answers (docs/performance.md). The
+ * first password check of a process pays for it once.
  */
 function passwordEstimator(): Promise<ZxcvbnFactory> {
   zxcvbn ??= (async () => {
-    const { buildPasswordEstimator } = await import('./password-estimator.js');
-    return buildPasswordEstimator(L33T_MAX_SUBSTITUTIONS);
+    const [{ ZxcvbnFactory }, { adjacencyGraphs, dictionary }] = await Promise.all([import('@zxcvbn-ts/core'), import('@zxcvbn-ts/language-common')]);
+    return new ZxcvbnFactory({ dictionary, graphs: adjacencyGraphs, l33tMaxSubstitutions: L33T_MAX_SUBSTITUTIONS });
   })();
   return zxcvbn;
 }
