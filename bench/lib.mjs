@@ -355,7 +355,7 @@ export function serviceEnv(settings) {
 
 /**
  * The Node.js flags `npm start` runs the service with (package.json's `start` script, the
- * production launcher: heap limits, source maps), so the benchmark measures the service as it
+ * production launcher: heap limits), so the benchmark measures the service as it
  * runs in production. Throws when the script no longer has the form
  * `node <flags> dist/service/main.js`.
  */
@@ -368,8 +368,8 @@ export function serviceNodeFlags() {
 
 /**
  * Starts the built service as `npm start` does (`node <its flags> dist/service/main.js`, the
- * bundle, or another build's `script`) with `env`; `nodeArgs` go before the script too (`--cpu-prof`). Ready means
- * its first successful HTTP answer (GET /healthz).
+ * bundle, or another build's `script`) with `env`; `nodeArgs` go before the script too
+ * (`--cpu-prof`). Ready means its first successful HTTP answer (GET /healthz).
  */
 export async function startService({ env, nodeArgs = [], logFile, script = 'dist/service/main.js' }) {
   const port = await freePort();

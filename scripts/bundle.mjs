@@ -15,8 +15,8 @@
 // Packages stay outside the bundle, loaded from node_modules as before, when
 // - they find files next to their own code at run time: @node-rs/argon2 (a native addon),
 //   @electric-sql/pglite (its WebAssembly and data files), @fastify/swagger-ui (the Swagger UI
-//   files it serves), @fastify/swagger (reads its own package.json), pino and pino-pretty
-//   (pino starts transports from files by path); pg-native is pg's optional native driver;
+//   files it serves), @fastify/swagger (reads its own package.json), pino (starts transports
+//   from files by path); pg-native is pg's optional native driver;
 // - or the service loads them on first use with import() (LAZY below): inlined, they would be
 //   parsed on every start (zxcvbn's dictionaries and nodemailer are about 1 MB of code).
 import { build } from 'esbuild';

@@ -103,8 +103,8 @@ describe.skipIf(process.env.TEST_DB === 'postgres')('the built CLI (package.json
       const res = await fetch(`${address}/auth/v0/.well-known/jwks.json`);
       expect(res.status).toBe(200);
       expect(((await res.json()) as { keys: unknown[] }).keys).toHaveLength(1);
-      // A sign-up runs what the bundle loads late (zxcvbn's packages, CommonJS, imported at the
-      // first password check), argon2id's native addon and the outbox's log transport.
+      // A sign-up runs what the bundle leaves to load late: zxcvbn's packages (CommonJS, imported
+      // from node_modules at the first password check), argon2id's native addon, the outbox.
       const signUp = await fetch(`${address}/auth/v0/sign-up`, {
         method: 'POST',
         headers: { 'content-type': 'application/json' },
