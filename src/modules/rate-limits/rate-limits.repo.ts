@@ -8,16 +8,26 @@ export interface WindowHit {
 }
 
 /**
+ * The fixed-window rule, as the tail of an `INSERT INTO rate_limits AS r` of one hit: a window
+ * that started `$<windowParam>` seconds or more before `$<nowParam>` restarts there with this
+ * hit, any other gets the hit added. Returns the row's key, hits and window start.
+ */
+function countHitSql(nowParam: number, windowParam: number): string {
+  const ended = `r.window_start <= $${nowParam}::timestamptz - make_interval(secs => $${windowParam})`;
+  return `ON CONFLICT (key) DO UPDATE SET
+       hits = CASE WHEN ${ended} THEN 1 ELSE r.hits + 1 END,
+       window_start = CASE WHEN ${ended} THEN $${nowParam} ELSE r.window_start END
+     RETURNING r.key, r.hits, r.window_start`;
+}
+
+/**
  * Counts one hit against `key` in a fixed window of `windowSeconds`, atomically (one upsert),
  * so parallel requests and several service instances share one count.
  */
 export async function hitWindow(q: Queryable, key: string, windowSeconds: number, now: Date): Promise<WindowHit> {
   const { rows } = await q.query<{ hits: number; window_start: Date }>(
     `INSERT INTO rate_limits AS r (key, window_start, hits) VALUES ($1, $2, 1)
-     ON CONFLICT (key) DO UPDATE SET
-       hits = CASE WHEN r.window_start <= $2::timestamptz - make_interval(secs => $3) THEN 1 ELSE r.hits + 1 END,
-       window_start = CASE WHEN r.window_start <= $2::timestamptz - make_interval(secs => $3) THEN $2 ELSE r.window_start END
-     RETURNING hits, window_start`,
+     ${countHitSql(2, 3)}`,
     [key, now, windowSeconds],
   );
   const row = rows[0]!;
@@ -54,22 +64,17 @@ export async function hitWindowsAfter<R extends object = never>(
   now: Date,
   read?: { sql: string; params: readonly unknown[] },
 ): Promise<{ windows: KeyedWindowHit[]; rows: R[] }> {
-  const upsert = (window: string): string =>
-    `ON CONFLICT (key) DO UPDATE SET
-       hits = CASE WHEN r.window_start <= $1::timestamptz - make_interval(secs => ${window}) THEN 1 ELSE r.hits + 1 END,
-       window_start = CASE WHEN r.window_start <= $1::timestamptz - make_interval(secs => ${window}) THEN $1 ELSE r.window_start END
-     RETURNING r.key, r.hits, r.window_start`;
   // The windows travel as one JSON array beside the rows of `read` (one row of NULLs when it has none).
   const { rows } = await q.query<{ windows: { key: string; hits: number; window_start: string }[]; read_row: boolean | null } & R>(
     `WITH first AS (
        INSERT INTO rate_limits AS r (key, window_start, hits) SELECT $2::text, $1, 1 WHERE $2::text IS NOT NULL
-       ${upsert('$3')}
+       ${countHitSql(1, 3)}
      ), rest AS (
        INSERT INTO rate_limits AS r (key, window_start, hits)
        SELECT k.key, $1, 1 FROM unnest($5::text[]) WITH ORDINALITY AS k(key, n)
         WHERE NOT EXISTS (SELECT 1 FROM first WHERE first.hits > $4)
         ORDER BY k.n
-       ${upsert('$6')}
+       ${countHitSql(1, 6)}
      ), counted AS (
        SELECT coalesce(json_agg(json_build_object('key', h.key, 'hits', h.hits, 'window_start', h.window_start) ORDER BY h.leading DESC), '[]'::json) AS windows
          FROM (SELECT key, hits, window_start, true AS leading FROM first UNION ALL SELECT key, hits, window_start, false FROM rest) AS h
