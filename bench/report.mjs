@@ -115,7 +115,7 @@ export function renderResults(report) {
     '',
     '#### CPU per request (microseconds, medians over the passes)',
     '',
-    'Where each answered request\'s CPU went while the service was measured, read from /proc before and after each measurement: the service\'s main thread (its event loop), its other threads (libuv\'s pool: argon2id and RS256 signatures; V8\'s helpers), every PostgreSQL process, the load generator (this benchmark, autocannon), the rest of the busy machine (the kernel outside these processes, other programs), and idle time. The total is the two cores\' time divided by the requests answered.',
+    'Where each answered request\'s CPU went while the service was measured, read from /proc before and after each measurement: the service\'s main thread (its event loop), its other threads (libuv\'s pool: argon2id and RS256 signatures; V8\'s helpers), every PostgreSQL process, the load generator (this benchmark, autocannon), the rest of the busy machine (the kernel outside these processes, other programs), and idle time. The total is the two cores\' time divided by the requests answered. The rest is what the machine\'s counters (/proc/stat, sampled at each timer tick) leave over the processes\' own (the scheduler\'s run time), so it is an estimate: when argon2id keeps both cores busy it can come out a few per cent below zero.',
     '',
     table(CPU_HEADER, cpuRows(passes)),
     '',
