@@ -17,10 +17,15 @@
 //   @electric-sql/pglite (its WebAssembly and data files), @fastify/swagger-ui (the Swagger UI
 //   files it serves), @fastify/swagger (reads its own package.json), pino (starts transports
 //   from files by path); pg-native is pg's optional native driver;
-// - or the service loads them on first use with import() (LAZY below): inlined, they would be
-//   parsed on every start (zxcvbn's dictionaries and nodemailer are about 1 MB of code).
+// - or the service loads them on first use (LAZY below), with import(), or for pino-pretty
+//   with createRequire (which esbuild does not follow): inlined, they would be parsed on every
+//   start (zxcvbn's dictionaries and nodemailer are about 1 MB of code).
+//
+// The files are written beside their final names and renamed into place, each replacing the
+// old one at once: a process starting while the build runs loads either the old bundle or the
+// new one, never a missing or half-written file.
 import { build } from 'esbuild';
-import { rmSync } from 'node:fs';
+import { mkdirSync, readdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -36,9 +41,9 @@ const LAZY = ['@electric-sql/pglite', 'pino-pretty', 'nodemailer', '@zxcvbn-ts/c
 /** Packages loaded from node_modules at run time instead of bundled (see above). */
 const EXTERNAL = ['@node-rs/argon2', '@fastify/swagger-ui', '@fastify/swagger', 'pino', 'pg-native', ...LAZY];
 
-rmSync(outdir, { recursive: true, force: true });
-const { metafile } = await build({
+const { metafile, outputFiles } = await build({
   absWorkingDir: root,
+  write: false,
   entryPoints: ['src/main.ts', 'src/cli.ts'],
   outdir,
   bundle: true,
@@ -66,3 +71,16 @@ for (const [file, output] of Object.entries(metafile.outputs)) {
     process.exit(1);
   }
 }
+
+mkdirSync(outdir, { recursive: true });
+const written = new Set();
+for (const file of outputFiles) {
+  const temporary = `${file.path}.${process.pid}.tmp`;
+  // An entry point with a shebang (the CLI, package.json's bin) is executable from the start.
+  const executable = file.text.startsWith('#!');
+  writeFileSync(temporary, file.contents, { mode: executable ? 0o755 : 0o644 });
+  renameSync(temporary, file.path);
+  written.add(path.basename(file.path));
+}
+// Files of an earlier build that this one no longer writes (a renamed entry point, say).
+for (const name of readdirSync(outdir)) if (!written.has(name)) rmSync(path.join(outdir, name), { recursive: true, force: true });

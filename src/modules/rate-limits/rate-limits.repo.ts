@@ -8,7 +8,7 @@ export interface WindowHit {
 }
 
 /**
- * The fixed-window rule, as the tail of an `INSERT INTO rate_limits AS r` of one hit: a window
+ * The fixed-window rule, as the tail of an `INSERT INTO rate_limits AS r` of one hit per row: a window
  * that started `$<windowParam>` seconds or more before `$<nowParam>` restarts there with this
  * hit, any other gets the hit added. Returns the row's key, hits and window start.
  */
