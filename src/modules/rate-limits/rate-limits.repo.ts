@@ -8,9 +8,9 @@ export interface WindowHit {
 }
 
 /**
- * The fixed-window rule, as the tail of an `INSERT INTO rate_limits AS r` of one hit per row: a window
- * that started `$<windowParam>` seconds or more before `$<nowParam>` restarts there with this
- * hit, any other gets the hit added. Returns the row's key, hits and window start.
+ * The fixed-window rule, as the tail of an `INSERT INTO rate_limits AS r` of one hit per row: a
+ * window that started `$<windowParam>` seconds or more before `$<nowParam>` restarts there with
+ * this hit, any other gets the hit added. Returns the row's key, hits and window start.
  */
 function countHitSql(nowParam: number, windowParam: number): string {
   const ended = `r.window_start <= $${nowParam}::timestamptz - make_interval(secs => $${windowParam})`;
