@@ -76,8 +76,8 @@ mkdirSync(outdir, { recursive: true });
 const written = new Set();
 for (const file of outputFiles) {
   const temporary = `${file.path}.${process.pid}.tmp`;
-  // An entry point with a shebang (the CLI, package.json's bin) is executable from the start.
-  const executable = file.text.startsWith('#!');
+  // An entry point with a shebang (the CLI, package.json's bin) is written executable.
+  const executable = file.contents[0] === 0x23 && file.contents[1] === 0x21; // '#!'
   writeFileSync(temporary, file.contents, { mode: executable ? 0o755 : 0o644 });
   renameSync(temporary, file.path);
   written.add(path.basename(file.path));
