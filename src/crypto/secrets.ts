@@ -2,10 +2,38 @@ import { createHash, createHmac, randomBytes, randomInt, timingSafeEqual } from 
 
 /** Refresh token entropy: 32 bytes = 256 bits (decisions.md §4). */
 export const REFRESH_TOKEN_BYTES = 32;
+/** Length of a refresh token's text: 32 bytes in unpadded base64url. */
+const REFRESH_TOKEN_TEXT_LENGTH = 43;
 
 /** An opaque random refresh token: 256 bits from the CSPRNG, base64url (43 characters). */
 export function newRefreshToken(): string {
   return randomBytes(REFRESH_TOKEN_BYTES).toString('base64url');
+}
+
+/** The base64url alphabet without padding (RFC 4648 §5, as JOSE uses it: RFC 7515 §2). */
+const BASE64URL_TEXT = /^[A-Za-z0-9_-]*$/;
+
+/**
+ * The bytes that `text` encodes, if it is canonical unpadded base64url: only the alphabet, and
+ * encoding the decoded bytes gives `text` back. Node's decoder is lenient (it skips foreign
+ * characters and ignores the unused low bits of the last character), so without this check
+ * several spellings decode to one value: `'A'.repeat(42) + 'B'` decodes to the same 32 bytes as
+ * `'A'.repeat(43)`. Every token parser of the service accepts only the canonical spelling
+ * (RFC 4648 §3.5: decoders MAY reject non-zero pad bits; here they must).
+ * @returns the decoded bytes, or undefined for any other text (never throws).
+ */
+export function decodeCanonicalBase64url(text: string): Buffer | undefined {
+  if (!BASE64URL_TEXT.test(text)) return undefined;
+  const bytes = Buffer.from(text, 'base64url');
+  return bytes.toString('base64url') === text ? bytes : undefined;
+}
+
+/**
+ * Whether `text` is a refresh token as the service issues them: the canonical base64url
+ * spelling of {@link REFRESH_TOKEN_BYTES} bytes (43 characters).
+ */
+export function isRefreshTokenText(text: string): boolean {
+  return text.length === REFRESH_TOKEN_TEXT_LENGTH && decodeCanonicalBase64url(text)?.length === REFRESH_TOKEN_BYTES;
 }
 
 /** SHA-256 of `value`, base64url. The at-rest form of refresh tokens (decisions.md §4). */

@@ -1,5 +1,5 @@
 import { createCipheriv, createDecipheriv, hkdfSync, randomBytes } from 'node:crypto';
-import { REFRESH_TOKEN_BYTES } from './secrets.js';
+import { decodeCanonicalBase64url, REFRESH_TOKEN_BYTES } from './secrets.js';
 
 /**
  * Sealing of a refresh token's successor under a key that only the holder of the (parent)
@@ -26,9 +26,8 @@ const SEALED_BYTES = NONCE_BYTES + REFRESH_TOKEN_BYTES + TAG_BYTES;
 
 /** The raw bytes of a refresh token (43 base64url characters), or undefined if it is not one. */
 function tokenBytes(token: string): Buffer | undefined {
-  const bytes = Buffer.from(token, 'base64url');
-  // Node's base64url decoder skips invalid characters; the round trip rejects them.
-  return bytes.length === REFRESH_TOKEN_BYTES && bytes.toString('base64url') === token ? bytes : undefined;
+  const bytes = decodeCanonicalBase64url(token);
+  return bytes?.length === REFRESH_TOKEN_BYTES ? bytes : undefined;
 }
 
 function successorKey(parentBytes: Buffer): Buffer {
@@ -64,8 +63,8 @@ export function sealSuccessor(parentToken: string, successorToken: string): stri
  */
 export function openSuccessor(parentToken: string, sealed: string): string | undefined {
   const parent = tokenBytes(parentToken);
-  const raw = Buffer.from(sealed, 'base64url');
-  if (parent === undefined || raw.length !== SEALED_BYTES) return undefined;
+  const raw = decodeCanonicalBase64url(sealed);
+  if (parent === undefined || raw?.length !== SEALED_BYTES) return undefined;
   const nonce = raw.subarray(0, NONCE_BYTES);
   const ciphertext = raw.subarray(NONCE_BYTES, SEALED_BYTES - TAG_BYTES);
   const tag = raw.subarray(SEALED_BYTES - TAG_BYTES);

@@ -15,6 +15,18 @@ const RUNS = 150;
 /** Sign-up hashes a password for every well-formed body: fewer runs. */
 const SIGN_UP_RUNS = 100;
 const PROPERTY_TIMEOUT = 120_000;
+/** The base64url alphabet (RFC 4648 §5), in index order. */
+const BASE64URL_ALPHABET = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_';
+
+/**
+ * `token` (32 bytes in base64url, 43 characters) spelled another way: the last character carries
+ * 4 bits of data and 2 unused low bits, so setting unused `bits` (1 to 3) gives text that Node's
+ * lenient decoder reads as the same bytes.
+ */
+function respell(token: string, bits: number): string {
+  const last = BASE64URL_ALPHABET.indexOf(token.at(-1)!);
+  return token.slice(0, -1) + BASE64URL_ALPHABET[(last & ~3) | bits]!;
+}
 
 // ---------------------------------------------------------------------------------------------
 // Assertions
@@ -469,15 +481,34 @@ describe('property: request bodies never crash a route', () => {
 describe('property: credentials headers never crash authentication', () => {
   let revokedAccess: string;
   let revokedRefresh: string[];
-  beforeAll(async () => {
-    const user = await createVerifiedUser(ctx);
-    const s = await signIn(ctx, { username: user.username, password: user.password });
-    const rotated = await refresh(ctx, s.refreshToken);
+  /** With the refresh grace window on (REFRESH_REUSE_GRACE_SECONDS > 0): its own app and tokens. */
+  let graceCtx: TestContext;
+  let graceRevokedRefresh: string[];
+  /** A live family of each app (a rotated parent and its live child), which no fuzzed cookie may change. */
+  const live = new Map<TestContext, { parent: string; child: string; sessionId: string }>();
+  /** Signs in, refreshes once; returns the access token and both refresh tokens (first the rotated parent). */
+  const familyOf = async (c: TestContext) => {
+    const user = await createVerifiedUser(c);
+    const s = await signIn(c, { username: user.username, password: user.password });
+    const rotated = await refresh(c, s.refreshToken);
     expect(rotated.statusCode).toBe(200);
-    revokedAccess = rotated.json().tokens.access_token as string;
-    revokedRefresh = [s.refreshToken, refreshCookieOf(rotated).value];
+    return { sessionId: s.sessionId, access: rotated.json().tokens.access_token as string, tokens: [s.refreshToken, refreshCookieOf(rotated).value] as [string, string] };
+  };
+  beforeAll(async () => {
+    graceCtx = await createTestContext({ REFRESH_REUSE_GRACE_SECONDS: '300' });
+    const revoked = await familyOf(ctx);
+    revokedAccess = revoked.access;
+    revokedRefresh = revoked.tokens;
     expect((await withBearer(ctx, 'POST', '/auth/v0/logout', revokedAccess)).statusCode).toBe(204);
+    const graceRevoked = await familyOf(graceCtx);
+    graceRevokedRefresh = graceRevoked.tokens;
+    expect((await withBearer(graceCtx, 'POST', '/auth/v0/logout', graceRevoked.access)).statusCode).toBe(204);
+    for (const c of [ctx, graceCtx]) {
+      const f = await familyOf(c);
+      live.set(c, { parent: f.tokens[0], child: f.tokens[1], sessionId: f.sessionId });
+    }
   });
+  afterAll(async () => graceCtx?.close());
 
   /** A token with characters flipped, inserted or removed. */
   const mutated = (token: () => string) =>
@@ -493,7 +524,7 @@ describe('property: credentials headers never crash authentication', () => {
   it(
     'GET /auth/v0/me with arbitrary Authorization headers: always 401 with an Error body',
     async () => {
-      const b64url = fc.string({ unit: fc.constantFrom(...'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_'), maxLength: 60 });
+      const b64url = fc.string({ unit: fc.constantFrom(...BASE64URL_ALPHABET), maxLength: 60 });
       const authorization = fc.oneof(
         headerText,
         headerText.map((t) => `Bearer ${t}`),
@@ -517,11 +548,19 @@ describe('property: credentials headers never crash authentication', () => {
     PROPERTY_TIMEOUT,
   );
 
-  it(
-    'POST /auth/v0/refresh with arbitrary Cookie headers: always 401 with an Error body',
-    async () => {
-      const b64url43 = fc.string({ unit: fc.constantFrom(...'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_'), minLength: 43, maxLength: 43 });
-      const value = fc.oneof(headerText, b64url43, fc.constantFrom('', '""', '%', '%zz', '%00', '\u00ff'), fc.constantFrom(0, 1).map((i) => revokedRefresh[i]!), mutated(() => revokedRefresh[1]!));
+  it.each([
+    ['off', () => ctx, () => revokedRefresh],
+    ['on (300 s)', () => graceCtx, () => graceRevokedRefresh],
+  ] as const)(
+    'POST /auth/v0/refresh with arbitrary Cookie headers, grace window %s: always 401 with an Error body, nothing changed',
+    async (_grace, app, revoked) => {
+      const c = app();
+      const family = live.get(c)!;
+      const b64url43 = fc.string({ unit: fc.constantFrom(...BASE64URL_ALPHABET), minLength: 43, maxLength: 43 });
+      // Other spellings of the live token and its rotated parent (same 32 bytes, unused low bits
+      // of the last character set), and of fixed values: each is text the service never issued.
+      const respelled = fc.constantFrom(family.child, family.parent, ...revoked(), 'A'.repeat(43)).chain((t) => fc.integer({ min: 1, max: 3 }).map((bits) => respell(t, bits)));
+      const value = fc.oneof(headerText, b64url43, respelled, fc.constantFrom('', '""', '%', '%zz', '%00', '\u00ff'), fc.constantFrom(0, 1).map((i) => revoked()[i]!), mutated(() => revoked()[1]!));
       const cookie = fc.oneof(
         headerText,
         value.map((v) => `refresh_token=${v}`),
@@ -531,7 +570,7 @@ describe('property: credentials headers never crash authentication', () => {
       );
       await fc.assert(
         fc.asyncProperty(cookie, async (header) => {
-          const res = await ctx.app.inject({ method: 'POST', url: '/auth/v0/refresh', headers: { cookie: header } });
+          const res = await c.app.inject({ method: 'POST', url: '/auth/v0/refresh', headers: { cookie: header } });
           const what = `cookie ${JSON.stringify(header.slice(0, 200))}`;
           expect(res.statusCode, `${what} ${res.body}`).toBe(401);
           expect(['auth.missing_refresh_token', 'auth.invalid_refresh_token', 'auth.refresh_token_reused']).toContain(expectErrorBody(res, what).code);
@@ -539,6 +578,12 @@ describe('property: credentials headers never crash authentication', () => {
         }),
         { numRuns: RUNS },
       );
+      // Nothing changed: the live family is not revoked and its live token still rotates.
+      const { rows } = await c.db.query<{ revoked_at: Date | null }>('SELECT revoked_at FROM sessions WHERE id = $1', [family.sessionId]);
+      expect(rows[0]!.revoked_at).toBeNull();
+      const next = await refresh(c, family.child);
+      expect(next.statusCode, next.body).toBe(200);
+      live.set(c, { ...family, parent: family.child, child: refreshCookieOf(next).value });
     },
     PROPERTY_TIMEOUT,
   );

@@ -187,3 +187,21 @@ describe('token attacks (issue 3 point 4, RFC 8725)', () => {
     });
   });
 });
+
+describe('one spelling per token', () => {
+  /** The base64url alphabet (RFC 4648 §5), in index order. */
+  const ALPHABET = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_';
+
+  it('an access token whose signature segment is re-spelled (same bytes, unused low bits set) is 401', async () => {
+    const s = await signIn(ctx, { username: alice.username, password: alice.password });
+    const me = (token: string) => ctx.app.inject({ method: 'GET', url: '/auth/v0/me', headers: { authorization: `Bearer ${token}` } });
+    expect((await me(s.accessToken)).statusCode).toBe(200);
+    // A 256-byte RSA signature is 342 characters: the last one carries 2 bits and 4 unused ones.
+    const last = ALPHABET.indexOf(s.accessToken.at(-1)!);
+    const respelled = s.accessToken.slice(0, -1) + ALPHABET[(last & ~15) | 1]!;
+    expect(Buffer.from(respelled.split('.')[2]!, 'base64url').equals(Buffer.from(s.accessToken.split('.')[2]!, 'base64url'))).toBe(true);
+    const res = await me(respelled);
+    expect(res.statusCode).toBe(401);
+    expect(res.json()).toEqual({ code: 'auth.invalid_access_token', message: ERROR_CATALOG['auth.invalid_access_token'].message });
+  });
+});

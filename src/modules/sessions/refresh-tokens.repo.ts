@@ -1,5 +1,19 @@
 import type { Queryable } from '../../db/db.js';
 
+/**
+ * The least lifetime a session must have left for a refresh to succeed: the refresh cookie's
+ * `Max-Age` is the session's remaining lifetime in whole seconds, and a cookie with `Max-Age=0`
+ * is the clearing cookie (RFC 6265 §5.2.2), so a refresh in a session's last second would hand
+ * out a token the browser drops at once. Such a refresh is `auth.invalid_refresh_token` instead
+ * (docs/decisions.md).
+ */
+export const MIN_SESSION_LIFETIME_SECONDS = 1;
+
+/** Whether a session ending at `expiresAt` has {@link MIN_SESSION_LIFETIME_SECONDS} or more left at `now`. */
+export function hasCookieLifetimeLeft(expiresAt: Date, now: Date): boolean {
+  return expiresAt.getTime() - now.getTime() >= MIN_SESSION_LIFETIME_SECONDS * 1000;
+}
+
 /** A refresh token row locked for rotation, with the state of its family (session). */
 export interface LockedRefreshToken {
   id: string;
@@ -50,6 +64,18 @@ export async function lockRefreshToken(q: Queryable, tokenHash: string): Promise
   return rows[0];
 }
 
+/**
+ * A data-modifying CTE for a rotation statement whose CTE `rotated` returns the rotated token's
+ * `parent_id` and whose `$3` is the new sealed successor (null under the strict rule): erases the
+ * sealed successor held by the parent. That seal opens to the token being rotated now, which is
+ * no longer live, so it can never serve the grace window again (refresh-grace.ts: a grandparent
+ * is reuse); erased, a database copy plus the parent token yields nothing. Skipped under the
+ * strict rule (`$3` null), where rotations seal nothing; seals left from a time the window was on
+ * are erased by the retention worker once their window has passed.
+ */
+const ERASE_PARENT_SEAL_SQL = `UPDATE refresh_tokens p SET successor_ciphertext = NULL
+         FROM rotated WHERE $3::text IS NOT NULL AND p.id = rotated.parent_id AND p.successor_ciphertext IS NOT NULL`;
+
 /** The family of a token rotated by {@link rotateLiveRefreshToken}. */
 export interface RotatedRefreshToken {
   session_id: string;
@@ -60,10 +86,12 @@ export interface RotatedRefreshToken {
 /**
  * A refresh in its common case as one statement (decisions.md §5, docs/performance.md). Run it
  * inside a transaction (`q` an open one), not on its own: a statement delivered late by a silent
- * network must not commit after its request gave up (docs/reliability.md). When the token with `tokenHash` is live (never rotated) and its session
- * is neither revoked nor expired at `now`, locks the token's and the session's rows (as
- * {@link lockRefreshToken} does), marks the token rotated, inserts `successor` as its child, and
- * sets the session's `last_used_at = now` unless it was set within `lastUsedResolutionSeconds`.
+ * network must not commit after its request gave up (docs/reliability.md). When the token with
+ * `tokenHash` is live (never rotated) and its session is not revoked and has at least
+ * {@link MIN_SESSION_LIFETIME_SECONDS} left at `now`, locks the token's and the session's rows (as
+ * {@link lockRefreshToken} does), marks the token rotated, inserts `successor` as its child,
+ * erases the sealed successor its parent holds ({@link ERASE_PARENT_SEAL_SQL}), and sets the
+ * session's `last_used_at = now` unless it was set within `lastUsedResolutionSeconds`.
  * Parallel callers serialise on the row locks; one that waited re-checks the conditions on the
  * rows as committed (READ COMMITTED re-evaluation), so of two rotations of one token exactly one
  * succeeds and the other gets undefined.
@@ -85,14 +113,17 @@ export async function rotateLiveRefreshToken(
 ): Promise<RotatedRefreshToken | undefined> {
   const { rows } = await q.query<RotatedRefreshToken>(
     `WITH live AS (
-       SELECT rt.id, rt.session_id, s.user_id, s.expires_at
+       SELECT rt.id, rt.session_id, rt.parent_id, s.user_id, s.expires_at
          FROM refresh_tokens rt JOIN sessions s ON s.id = rt.session_id
-        WHERE rt.token_hash = $1 AND rt.rotated_at IS NULL AND s.revoked_at IS NULL AND s.expires_at > $2
+        WHERE rt.token_hash = $1 AND rt.rotated_at IS NULL AND s.revoked_at IS NULL
+          AND s.expires_at >= $2::timestamptz + make_interval(secs => $7)
         FOR UPDATE
      ), rotated AS (
        UPDATE refresh_tokens rt SET rotated_at = $2, successor_ciphertext = $3
          FROM live WHERE rt.id = live.id AND rt.rotated_at IS NULL
-       RETURNING live.id, live.session_id, live.user_id, live.expires_at
+       RETURNING live.id, live.session_id, live.parent_id, live.user_id, live.expires_at
+     ), unsealed AS (
+       ${ERASE_PARENT_SEAL_SQL}
      ), successor AS (
        INSERT INTO refresh_tokens (id, session_id, token_hash, parent_id, created_at)
        SELECT $4, session_id, $5, id, $2 FROM rotated
@@ -103,7 +134,7 @@ export async function rotateLiveRefreshToken(
           AND (s.last_used_at IS NULL OR s.last_used_at <= $2::timestamptz - make_interval(secs => $6))
      )
      SELECT session_id, user_id, expires_at AS session_expires_at FROM rotated`,
-    [t.tokenHash, t.now, t.successor.ciphertext, t.successor.id, t.successor.tokenHash, t.lastUsedResolutionSeconds],
+    [t.tokenHash, t.now, t.successor.ciphertext, t.successor.id, t.successor.tokenHash, t.lastUsedResolutionSeconds, MIN_SESSION_LIFETIME_SECONDS],
   );
   return rows[0];
 }
@@ -113,14 +144,21 @@ export async function rotateLiveRefreshToken(
  * and `rotated_at` is written once: the grace window (decisions.md §5) is measured from it.
  * @param successorCiphertext the successor sealed under this token (grace window enabled), or
  *   null to store nothing (strict rule).
+ * Also erases the sealed successor of the token's parent ({@link ERASE_PARENT_SEAL_SQL}).
  * @returns true when this call rotated it.
  */
 export async function markRotated(q: Queryable, tokenId: string, now: Date, successorCiphertext: string | null): Promise<boolean> {
-  const { rowCount } = await q.query(
-    'UPDATE refresh_tokens SET rotated_at = $2, successor_ciphertext = $3 WHERE id = $1 AND rotated_at IS NULL',
+  const { rows } = await q.query<{ id: string }>(
+    `WITH rotated AS (
+       UPDATE refresh_tokens SET rotated_at = $2, successor_ciphertext = $3 WHERE id = $1 AND rotated_at IS NULL
+       RETURNING id, parent_id
+     ), unsealed AS (
+       ${ERASE_PARENT_SEAL_SQL}
+     )
+     SELECT id FROM rotated`,
     [tokenId, now, successorCiphertext],
   );
-  return rowCount === 1;
+  return rows.length === 1;
 }
 
 /**

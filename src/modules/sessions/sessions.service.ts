@@ -5,7 +5,7 @@ import type { Db, Queryable } from '../../db/db.js';
 import { AppError } from '../../errors.js';
 import { createAuthMetrics, type AuthMetrics } from '../../metrics.js';
 import type { PasswordHasher } from '../../crypto/password.js';
-import { newRefreshToken, sha256 } from '../../crypto/secrets.js';
+import { isRefreshTokenText, newRefreshToken, sha256 } from '../../crypto/secrets.js';
 import { UUID_PATTERN, type AccessTokenService } from '../tokens/access-token.service.js';
 import { normalizeEmail, normalizePhone, normalizeUsername } from '../users/identifiers.js';
 import { findUserById, upgradePasswordHash, usersByIdentifiersQuery, type UserRow } from '../users/users.repo.js';
@@ -14,7 +14,14 @@ import { securityEvent } from '../audit/security-events.js';
 import type { RateLimitRules } from '../rate-limits/rate-limits.rules.js';
 import type { RateLimiter } from '../rate-limits/rate-limits.service.js';
 import { liveTokenWithinGrace, successorCiphertextFor } from './refresh-grace.js';
-import { insertRefreshToken, lockRefreshToken, markRotated, rotateLiveRefreshToken, type LockedRefreshToken } from './refresh-tokens.repo.js';
+import {
+  hasCookieLifetimeLeft,
+  insertRefreshToken,
+  lockRefreshToken,
+  markRotated,
+  rotateLiveRefreshToken,
+  type LockedRefreshToken,
+} from './refresh-tokens.repo.js';
 import {
   createSignInSession,
   findActiveSessionWithUser,
@@ -27,8 +34,6 @@ import {
   type SessionRow,
 } from './sessions.repo.js';
 
-/** A refresh token as issued: 32 random bytes in base64url, 43 characters. Anything else is not ours. */
-const REFRESH_TOKEN_FORMAT = /^[A-Za-z0-9_-]{43}$/;
 /** Stored username form (spec §2 User). */
 const STORED_USERNAME = /^[a-z0-9_]{3,32}$/;
 /** Longest `User-Agent` kept on a session. */
@@ -269,7 +274,9 @@ export function createSessionsService(deps: SessionsDeps): SessionsService {
         metrics.refresh('missing');
         throw new AppError('auth.missing_refresh_token');
       }
-      if (!REFRESH_TOKEN_FORMAT.test(presented)) {
+      // Only the canonical spelling of 32 bytes is ours; any other text (another spelling of a
+      // live token included) is invalid before anything is read or sealed.
+      if (!isRefreshTokenText(presented)) {
         metrics.refresh('invalid');
         throw new AppError('auth.invalid_refresh_token');
       }
@@ -308,7 +315,7 @@ export function createSessionsService(deps: SessionsDeps): SessionsService {
           const revoked = await revokeSession(tx, token.session_id, 'refresh_token_reuse', now);
           return { kind: 'reused', revoked, ...family } as const;
         }
-        if (token.session_revoked_at !== null || token.session_expires_at <= now) return { kind: 'invalid' } as const;
+        if (token.session_revoked_at !== null || !hasCookieLifetimeLeft(token.session_expires_at, now)) return { kind: 'invalid' } as const;
         const refreshToken = newRefreshToken();
         await markRotated(tx, token.id, now, successorCiphertextFor(refreshReuseGraceSeconds, presented, refreshToken));
         await insertRefreshToken(tx, { id: randomUUID(), sessionId: token.session_id, tokenHash: sha256(refreshToken), parentId: token.id, now });

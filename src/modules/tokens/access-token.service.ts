@@ -1,6 +1,7 @@
 import { randomUUID, sign as rsaSign, verify as rsaVerify, type KeyObject } from 'node:crypto';
 import type { Clock } from '../../clock.js';
 import type { KeyStore } from '../keys/keys.service.js';
+import { decodeCanonicalBase64url } from '../../crypto/secrets.js';
 
 /** JWT `typ` header of access tokens (RFC 9068 §2.1). */
 export const ACCESS_TOKEN_TYP = 'at+jwt';
@@ -52,17 +53,15 @@ const REQUIRED_CLAIMS = ['iss', 'aud', 'sub', 'sid', 'iat', 'exp', 'jti'] as con
 const JWS_ALG = 'RS256';
 /** RS256 is RSASSA-PKCS1-v1_5 with SHA-256 (RFC 7518 §3.3), node:crypto's default padding for RSA keys. */
 const RS256_DIGEST = 'sha256';
-/** A base64url segment without padding (RFC 7515 §2); Buffer's decoder would silently skip other characters. */
-const BASE64URL_SEGMENT = /^[A-Za-z0-9_-]+$/;
 
 function base64urlJson(value: unknown): string {
   return Buffer.from(JSON.stringify(value), 'utf8').toString('base64url');
 }
 
-/** The JSON object a base64url segment encodes, or undefined (not JSON, or not an object). */
-function decodeJsonObject(segment: string): Record<string, unknown> | undefined {
+/** The JSON object a decoded base64url segment holds, or undefined (not JSON, or not an object). */
+function decodeJsonObject(bytes: Buffer): Record<string, unknown> | undefined {
   try {
-    const value: unknown = JSON.parse(Buffer.from(segment, 'base64url').toString('utf8'));
+    const value: unknown = JSON.parse(bytes.toString('utf8'));
     return value !== null && typeof value === 'object' && !Array.isArray(value) ? (value as Record<string, unknown>) : undefined;
   } catch {
     return undefined;
@@ -91,7 +90,7 @@ function normalizeTyp(typ: string): string {
  * service's one serial resource, goes on with other requests meanwhile. The checks are those of
  * RFC 8725 §3.1 and §3.11 and RFC 9068 §4, as jose's
  * `jwtVerify` made them (same leeway, same claim rules), plus: no `crit` header is accepted (no
- * extension is understood) and every segment must be strict base64url.
+ * extension is understood) and every segment must be canonical base64url.
  */
 export function createAccessTokenService(options: AccessTokenOptions): AccessTokenService {
   const { keys, issuer, audience, ttlSeconds, clock } = options;
@@ -106,9 +105,14 @@ export function createAccessTokenService(options: AccessTokenOptions): AccessTok
     },
     async verify(token) {
       const segments = token.split('.');
-      if (segments.length !== 3 || !segments.every((segment) => BASE64URL_SEGMENT.test(segment))) return undefined;
+      if (segments.length !== 3) return undefined;
       const [encodedProtected, encodedPayload, encodedSignature] = segments as [string, string, string];
-      const header = decodeJsonObject(encodedProtected);
+      // Each segment must be canonical base64url (RFC 7515 §2): a token has one spelling only.
+      const protectedBytes = decodeCanonicalBase64url(encodedProtected);
+      const payloadBytes = decodeCanonicalBase64url(encodedPayload);
+      const signature = decodeCanonicalBase64url(encodedSignature);
+      if (protectedBytes === undefined || payloadBytes === undefined || signature === undefined) return undefined;
+      const header = decodeJsonObject(protectedBytes);
       if (header === undefined || header.alg !== JWS_ALG || header.crit !== undefined) return undefined;
       if (typeof header.typ !== 'string' || normalizeTyp(header.typ) !== ACCESS_TOKEN_TYP) return undefined;
       // The key is chosen by `kid` among our own keys only, never fetched or taken from the token.
@@ -116,13 +120,13 @@ export function createAccessTokenService(options: AccessTokenOptions): AccessTok
       if (key === undefined) return undefined;
       let signatureOk: boolean;
       try {
-        signatureOk = rsaVerify(RS256_DIGEST, Buffer.from(`${encodedProtected}.${encodedPayload}`, 'ascii'), key.key, Buffer.from(encodedSignature, 'base64url'));
+        signatureOk = rsaVerify(RS256_DIGEST, Buffer.from(`${encodedProtected}.${encodedPayload}`, 'ascii'), key.key, signature);
       } catch {
         return undefined;
       }
       if (!signatureOk) return undefined;
 
-      const payload = decodeJsonObject(encodedPayload);
+      const payload = decodeJsonObject(payloadBytes);
       if (payload === undefined || REQUIRED_CLAIMS.some((claim) => !(claim in payload))) return undefined;
       const { iss, aud, sub, sid, iat, exp, nbf, jti } = payload;
       if (iss !== issuer || !(aud === audience || (Array.isArray(aud) && aud.includes(audience)))) return undefined;
