@@ -64,18 +64,43 @@ export interface Config {
   readonly argon2: Argon2Params;
   /** Requests allowed per window; 0 disables a limit (see {@link RateLimitSettings}). */
   readonly rateLimits: RateLimitSettings;
+  /** How long ended rows are kept (see {@link RetentionSettings}). */
+  readonly retention: RetentionSettings;
 }
 
-/** Limits of issue 3 point 1, per fixed window; windows are fixed in rate-limits.rules.ts. */
+/**
+ * Retention periods in days (docs/operations.md, "Retention"; data minimisation, OWASP ASVS 5.0
+ * V14.2.7): how long a row is kept after it stopped being usable, before the retention worker
+ * (src/modules/retention/) deletes it. 0 deletes it at the next run.
+ */
+export interface RetentionSettings {
+  /** Sessions, with their refresh tokens and devices, after they expired or were revoked (whichever came first). */
+  readonly sessionsDays: number;
+  /** Verification codes after they expired, were consumed or were superseded (whichever came first). */
+  readonly verificationCodesDays: number;
+  /** Sent and cancelled outbox rows after they were queued. */
+  readonly outboxDays: number;
+  /** Dead outbox rows after they were queued (operators list and retry them until then); at least `outboxDays`. */
+  readonly outboxDeadDays: number;
+}
+
+/**
+ * Rate limits (docs/security.md, rate limits), per fixed window; windows are fixed in
+ * rate-limits.rules.ts. A client is an IPv4 address or an IPv6 /64.
+ */
 export interface RateLimitSettings {
-  /** Failed sign-ins per identifier (username, email or phone) per 15 minutes. */
+  /** Failed sign-ins per identifier (username, email or phone) from one client per 15 minutes. */
   readonly signInPerIdentifier: number;
-  /** Failed sign-ins per client IP per 15 minutes. */
+  /** Failed sign-ins per client per 15 minutes. */
   readonly signInPerIp: number;
-  /** Sign-ups per client IP per hour. */
+  /** Failed sign-ins per account per hour, whatever identifier or client (NIST SP 800-63B-4 §3.2.2: at most 100). */
+  readonly signInPerAccount: number;
+  /** Sign-ups per client per hour. */
   readonly signUpPerIp: number;
-  /** Failed email verifications per address per 15 minutes (on top of 5 per code). */
-  readonly verifyPerAddress: number;
+  /** Failed email verifications per client per 15 minutes (on top of 5 per code). */
+  readonly verifyPerIp: number;
+  /** Verification-code resends per client per hour (on top of one per address per 60 s). */
+  readonly resendPerIp: number;
 }
 
 /** OWASP Password Storage Cheat Sheet, argon2id first configuration; also the lowest accepted values. */
@@ -105,12 +130,48 @@ const MAX_ARGON2_MEMORY_KIB = 4 * 1024 * 1024;
 const MAX_ARGON2_TIME_COST = 100;
 const MAX_ARGON2_PARALLELISM = 16;
 const MAX_PORT = 65535;
-/** Rate-limit defaults (issue 3): 10 failures per identifier and 50 per IP in 15 minutes (OWASP ASVS 5.0 V6.3.1 suggests at most 100 failed attempts per hour per account). */
+/**
+ * Rate-limit defaults (docs/security.md, rate limits): 10 failures per identifier from one client
+ * and 50 per client in 15 minutes; 100 failures per account per hour, the most NIST SP 800-63B-4
+ * §3.2.2 allows (also its upper bound here); 20 failed verifications per client in 15 minutes
+ * (four codes' worth of tries); 20 sign-ups and 20 resends per client per hour (a family or an
+ * office behind one address signs up and asks again now and then; a script needs far more).
+ */
 const DEFAULT_SIGN_IN_PER_IDENTIFIER = 10;
 const DEFAULT_SIGN_IN_PER_IP = 50;
+const NIST_MAX_FAILED_ATTEMPTS = 100;
+const DEFAULT_SIGN_IN_PER_ACCOUNT = NIST_MAX_FAILED_ATTEMPTS;
 const DEFAULT_SIGN_UP_PER_IP = 20;
-const DEFAULT_VERIFY_PER_ADDRESS = 20;
+const DEFAULT_VERIFY_PER_IP = 20;
+const DEFAULT_RESEND_PER_IP = 20;
 const MAX_RATE_LIMIT = 1_000_000;
+/**
+ * Retention defaults in days (docs/operations.md, "Retention"). Sessions: a month of history
+ * (`revoked_reason`, devices) for audits and support questions after a session ended.
+ * Verification codes and sent or cancelled emails: a week, to answer "my code did not arrive"
+ * (the relay's own logs cover longer). Dead emails: a month, so operators still see them in
+ * `outbox list` well after an SMTP incident.
+ */
+const DEFAULT_RETENTION_SESSIONS_DAYS = 30;
+const DEFAULT_RETENTION_CODES_DAYS = 7;
+const DEFAULT_RETENTION_OUTBOX_DAYS = 7;
+const DEFAULT_RETENTION_OUTBOX_DEAD_DAYS = 30;
+/** Longest retention accepted: ten years, beyond any legal hold of this data. */
+const MAX_RETENTION_DAYS = 3650;
+/**
+ * Shortest retention of dead emails: one day, the longest code lifetime
+ * (VERIFICATION_CODE_TTL_SECONDS is at most 86400), so a dead row is kept while its code can
+ * still be sent by `outbox retry`.
+ */
+const MIN_RETENTION_OUTBOX_DEAD_DAYS = 1;
+/**
+ * Settings that no longer exist, with what replaced them: refused rather than silently ignored,
+ * so a deployment does not believe a limit holds that is gone.
+ */
+const RETIRED_SETTINGS: Readonly<Record<string, string>> = {
+  RATE_LIMIT_VERIFY_PER_ADDRESS:
+    'replaced by RATE_LIMIT_VERIFY_PER_IP (a count per address let anyone block the owner\'s verification; each code still allows 5 tries)',
+};
 
 export const DEFAULT_JWT_ISSUER = 'auth-service';
 export const DEFAULT_JWT_AUDIENCE = 'auth-service';
@@ -156,6 +217,9 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>>): C
     const v = values[name];
     return v === undefined || v === '' ? undefined : v;
   };
+  for (const [name, replacement] of Object.entries(RETIRED_SETTINGS)) {
+    if (env[name] !== undefined) problems.push(`${name}: no longer supported; ${replacement}`);
+  }
   const int = (name: string, fallback: number, min: number, max: number): number => {
     const raw = str(name);
     if (raw === undefined) return fallback;
@@ -242,6 +306,13 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>>): C
   // presented again within this many seconds of its rotation (two tabs refreshing at once).
   const refreshReuseGraceSeconds = int('REFRESH_REUSE_GRACE_SECONDS', DEFAULT_REFRESH_GRACE, 0, MAX_REFRESH_GRACE);
 
+  // Retention (docs/operations.md): dead outbox rows stay at least as long as finished ones.
+  const retentionOutboxDays = int('RETENTION_OUTBOX_DAYS', DEFAULT_RETENTION_OUTBOX_DAYS, 0, MAX_RETENTION_DAYS);
+  const retentionOutboxDeadDays = int('RETENTION_OUTBOX_DEAD_DAYS', DEFAULT_RETENTION_OUTBOX_DEAD_DAYS, MIN_RETENTION_OUTBOX_DEAD_DAYS, MAX_RETENTION_DAYS);
+  if (retentionOutboxDeadDays < retentionOutboxDays) {
+    problems.push(`RETENTION_OUTBOX_DEAD_DAYS: must be at least RETENTION_OUTBOX_DAYS (${retentionOutboxDays}), got ${retentionOutboxDeadDays}`);
+  }
+
   // Issue 5: Prometheus metrics on a listener of their own, so the scrape endpoint can stay private.
   const metricsPort = str('METRICS_PORT') === undefined ? undefined : int('METRICS_PORT', DEFAULT_PORT, 1, MAX_PORT);
   if (metricsPort !== undefined && String(metricsPort) === (str('PORT') ?? String(DEFAULT_PORT))) {
@@ -280,7 +351,15 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>>): C
       signInPerIdentifier: int('RATE_LIMIT_SIGN_IN_PER_IDENTIFIER', DEFAULT_SIGN_IN_PER_IDENTIFIER, 0, MAX_RATE_LIMIT),
       signInPerIp: int('RATE_LIMIT_SIGN_IN_PER_IP', DEFAULT_SIGN_IN_PER_IP, 0, MAX_RATE_LIMIT),
       signUpPerIp: int('RATE_LIMIT_SIGN_UP_PER_IP', DEFAULT_SIGN_UP_PER_IP, 0, MAX_RATE_LIMIT),
-      verifyPerAddress: int('RATE_LIMIT_VERIFY_PER_ADDRESS', DEFAULT_VERIFY_PER_ADDRESS, 0, MAX_RATE_LIMIT),
+      signInPerAccount: int('RATE_LIMIT_SIGN_IN_PER_ACCOUNT', DEFAULT_SIGN_IN_PER_ACCOUNT, 0, NIST_MAX_FAILED_ATTEMPTS),
+      verifyPerIp: int('RATE_LIMIT_VERIFY_PER_IP', DEFAULT_VERIFY_PER_IP, 0, MAX_RATE_LIMIT),
+      resendPerIp: int('RATE_LIMIT_RESEND_PER_IP', DEFAULT_RESEND_PER_IP, 0, MAX_RATE_LIMIT),
+    },
+    retention: {
+      sessionsDays: int('RETENTION_SESSIONS_DAYS', DEFAULT_RETENTION_SESSIONS_DAYS, 0, MAX_RETENTION_DAYS),
+      verificationCodesDays: int('RETENTION_VERIFICATION_CODES_DAYS', DEFAULT_RETENTION_CODES_DAYS, 0, MAX_RETENTION_DAYS),
+      outboxDays: retentionOutboxDays,
+      outboxDeadDays: retentionOutboxDeadDays,
     },
   };
   if (problems.length > 0) throw new ConfigError(problems);

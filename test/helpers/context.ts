@@ -35,8 +35,9 @@ export interface TestContext {
  * Builds a test context: fresh database (PGlite, or PostgreSQL under TEST_DB=postgres), a real
  * SMTP server on loopback wired through SMTP_* settings, a controllable clock, cheap argon2id.
  * @param env extra environment settings for loadConfig.
+ * @param options.startOutboxWorker false leaves queued emails in the outbox (default true).
  */
-export async function createTestContext(env: Record<string, string> = {}): Promise<TestContext> {
+export async function createTestContext(env: Record<string, string> = {}, options: { startOutboxWorker?: boolean } = {}): Promise<TestContext> {
   const database = await createTestDatabase();
   const smtp = await startSmtpServer();
   const dataDir = mkdtempSync(path.join(tmpdir(), 'auth-test-'));
@@ -53,7 +54,9 @@ export async function createTestContext(env: Record<string, string> = {}): Promi
     RATE_LIMIT_SIGN_IN_PER_IDENTIFIER: '0',
     RATE_LIMIT_SIGN_IN_PER_IP: '0',
     RATE_LIMIT_SIGN_UP_PER_IP: '0',
-    RATE_LIMIT_VERIFY_PER_ADDRESS: '0',
+    RATE_LIMIT_SIGN_IN_PER_ACCOUNT: '0',
+    RATE_LIMIT_VERIFY_PER_IP: '0',
+    RATE_LIMIT_RESEND_PER_IP: '0',
     ...env,
   });
   const clock = new TestClock();
@@ -78,6 +81,7 @@ export async function createTestContext(env: Record<string, string> = {}): Promi
     clock,
     passwordHasher: await sharedHasher,
     logger: createLogger(config.logLevel, sink),
+    ...(options.startOutboxWorker === undefined ? {} : { startOutboxWorker: options.startOutboxWorker }),
   });
   await app.ready();
   return {

@@ -84,6 +84,16 @@ describe('POST /auth/v0/sign-up', () => {
     expect(byPhone.res.json().code).toBe('auth.sign_up.phone_taken');
   });
 
+  it('a phone written with the international prefix 00 is the same phone as with +: the second sign-up is 409', async () => {
+    const first = await signUp(ctx, { phone: '+15551234567' });
+    expect(first.res.statusCode).toBe(201);
+    const again = await signUp(ctx, { phone: '0015551234567' });
+    expect(again.res.statusCode).toBe(409);
+    expect(again.res.json().code).toBe('auth.sign_up.phone_taken');
+    const spaced = await signUp(ctx, { phone: '00 1 (555) 123-4567' });
+    expect(spaced.res.json().code).toBe('auth.sign_up.phone_taken');
+  });
+
   it('parallel sign-ups with one username give one 201 and the rest 409', async () => {
     const username = uniqueName();
     const results = await Promise.all(

@@ -11,7 +11,10 @@ describe('identifier normalisation (decisions.md §3)', () => {
 
   it.each([
     ['+49 (170) 123-4567', '+491701234567'],
-    ['0049 170 1234567', '+00491701234567'],
+    // The international prefix 00 in place of +, or after it: the same number.
+    ['0049 170 1234567', '+491701234567'],
+    ['0015551234567', '+15551234567'],
+    ['+00 1 555 123 4567', '+15551234567'],
     ['12345678', '+12345678'],
   ])('normalises phone %s to %s', (input, expected) => {
     expect(normalizePhone(input)).toBe(expected);

@@ -102,6 +102,8 @@ export async function markCancelled(q: Queryable, id: string, owner: string, rea
  * Cancels pending rows whose content expired and drops the code of dead rows whose code expired
  * (decisions.md §6: the code stays in the payload only until sent or expired; a dead row keeps
  * it until then so that `outbox retry` can still send it). Leased rows are left to their worker.
+ * Runs every round (every second): each statement reads only its partial index
+ * (`email_outbox_due_idx`, `email_outbox_dead_code_idx`), never the table of sent rows.
  * @returns how many pending rows were cancelled.
  */
 export async function cancelExpiredEmails(q: Queryable, now: Date): Promise<number> {
@@ -117,9 +119,33 @@ export async function cancelExpiredEmails(q: Queryable, now: Date): Promise<numb
   return rowCount;
 }
 
-/** Releases every lease held by `owner` (graceful shutdown), so another worker can claim at once. */
+/**
+ * Cancels the pending emails of `kind` to `recipient` (their content was superseded, for
+ * example by a newer verification code) and drops the code of dead ones, so `outbox retry`
+ * cannot send it either. A row leased right now is being sent and is left to its worker. Finds
+ * the rows through the partial index of pending rows (`email_outbox_due_idx`) and, for dead
+ * ones, `recipient`'s rows among the dead.
+ * @returns how many pending rows were cancelled.
+ */
+export async function cancelPendingEmails(q: Queryable, c: { kind: string; recipient: string; reason: string; now: Date }): Promise<number> {
+  const { rowCount } = await q.query(
+    `UPDATE email_outbox SET status = CASE WHEN status = 'pending' THEN 'cancelled' ELSE status END,
+            last_error = CASE WHEN status = 'pending' THEN $3 ELSE last_error END,
+            payload = payload - 'code'
+      WHERE kind = $1 AND recipient = $2
+        AND ((status = 'pending' AND (lease_expires_at IS NULL OR lease_expires_at <= $4)) OR (status = 'dead' AND payload ? 'code'))`,
+    [c.kind, c.recipient, c.reason, c.now],
+  );
+  return rowCount;
+}
+
+/**
+ * Releases every lease held by `owner` (graceful shutdown), so another worker can claim at once.
+ * Only pending rows are leased (each outcome clears the lease), so only those are searched
+ * (`email_outbox_due_idx`), not the whole table.
+ */
 export async function releaseLeases(q: Queryable, owner: string): Promise<void> {
-  await q.query('UPDATE email_outbox SET lease_owner = NULL, lease_expires_at = NULL WHERE lease_owner = $1', [owner]);
+  await q.query(`UPDATE email_outbox SET lease_owner = NULL, lease_expires_at = NULL WHERE status = 'pending' AND lease_owner = $1`, [owner]);
 }
 
 /** An outbox row as operators see it (`auth-service outbox list`): never the payload, which may hold a code. */
@@ -148,7 +174,25 @@ export async function listOutboxEmails(q: Queryable, f: { status?: OutboxStatus 
   return rows;
 }
 
-/** How many outbox rows there are of each status (statuses without rows are absent). */
+/**
+ * How many outbox rows are pending and how many are dead (metric `auth_outbox_emails`), each
+ * counted through its partial index (`email_outbox_due_idx`, `email_outbox_dead_idx`): the cost
+ * follows the backlog, not the table, which holds mostly sent rows (docs/performance.md,
+ * "Retention and the cost of a growing database").
+ */
+export async function countOutboxBacklog(q: Queryable): Promise<{ pending: number; dead: number }> {
+  const { rows } = await q.query<{ pending: number; dead: number }>(
+    `SELECT (SELECT count(*) FROM email_outbox WHERE status = 'pending')::int AS pending,
+            (SELECT count(*) FROM email_outbox WHERE status = 'dead')::int AS dead`,
+  );
+  return rows[0] ?? { pending: 0, dead: 0 };
+}
+
+/**
+ * How many outbox rows there are of each status (statuses without rows are absent), for
+ * `auth-service outbox list`. Reads the whole table: for an operator's command, not a scrape
+ * ({@link countOutboxBacklog}).
+ */
 export async function countOutboxEmailsByStatus(q: Queryable): Promise<Partial<Record<OutboxStatus, number>>> {
   const { rows } = await q.query<{ status: OutboxStatus; n: number }>('SELECT status, count(*)::int AS n FROM email_outbox GROUP BY status');
   return Object.fromEntries(rows.map((r) => [r.status, r.n]));

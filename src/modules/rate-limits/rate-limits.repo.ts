@@ -87,6 +87,19 @@ export async function hitWindowsAfter<R extends object = never>(
 }
 
 /**
+ * `rowsSql` (a SELECT whose rows have an `id` column) with each row's current window joined:
+ * the row of key `$<keyPrefix> || id` whose window started less than `$<windowSeconds>` seconds
+ * before `$<now>`, as `window_hits` and `window_start` (both null when there is none). One
+ * primary-key lookup per row; reads only.
+ */
+export function withCurrentWindowSql(rowsSql: string, params: { keyPrefix: number; now: number; windowSeconds: number }): string {
+  return `SELECT x.*, w.hits AS window_hits, w.window_start AS window_start
+       FROM (${rowsSql}) AS x
+       LEFT JOIN rate_limits AS w ON w.key = $${params.keyPrefix}::text || x.id::text
+        AND w.window_start > $${params.now}::timestamptz - make_interval(secs => $${params.windowSeconds})`;
+}
+
+/**
  * The statement that takes back one hit from the current window of each key in the text array
  * parameter `$<param>`, locking the rows in the array's order (see {@link hitWindowsAfter}).
  * Also usable as a data-modifying CTE of another statement, so that a request that turned out
@@ -107,16 +120,27 @@ export async function forgiveHits(q: Queryable, keys: readonly string[]): Promis
 }
 
 /**
- * Deletes windows that started before `before` (none of them can still count). Rows locked by a
+ * Windows deleted per purge statement: a statement takes milliseconds whatever the table's size
+ * (index `rate_limits_window_start_idx`, docs/performance.md, "Retention and the cost of a
+ * growing database"), and holds its row locks as briefly.
+ */
+export const PURGE_BATCH_SIZE = 1_000;
+
+/**
+ * Deletes up to `limit` windows that started before `before` (none of them can still count),
+ * oldest first under `rate_limits_window_start_idx`; the caller repeats while a statement came
+ * back full (`purgeInBatches`), so no statement runs over the whole table. Rows locked by a
  * request are skipped (`SKIP LOCKED`, left for the next purge): waiting for them while holding
  * the rows already deleted could deadlock with a statement that counts several keys at once
  * ({@link hitWindowsAfter}).
  * @returns how many rows were deleted.
  */
-export async function purgeWindows(q: Queryable, before: Date): Promise<number> {
+export async function purgeWindows(q: Queryable, before: Date, limit: number = PURGE_BATCH_SIZE): Promise<number> {
   const { rowCount } = await q.query(
-    `DELETE FROM rate_limits WHERE key IN (SELECT key FROM rate_limits WHERE window_start < $1 FOR UPDATE SKIP LOCKED) AND window_start < $1`,
-    [before],
+    `DELETE FROM rate_limits WHERE key IN (
+       SELECT key FROM rate_limits WHERE window_start < $1 ORDER BY window_start LIMIT $2 FOR UPDATE SKIP LOCKED)
+       AND window_start < $1`,
+    [before, limit],
   );
   return rowCount;
 }

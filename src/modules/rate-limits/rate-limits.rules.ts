@@ -1,32 +1,39 @@
 import type { RateLimitSettings } from '../../config.js';
 import type { RateLimitRule } from './rate-limits.service.js';
 
-/** Window of the sign-in and verification limits: 15 minutes (issue 3 point 1). */
+/** Window of the sign-in and verification limits per client: 15 minutes. */
 export const FAILURE_WINDOW_SECONDS = 15 * 60;
-/** Window of the sign-up limit: one hour. */
-export const SIGN_UP_WINDOW_SECONDS = 60 * 60;
-/** One resend per address per 60 s (decisions.md §6); not configurable. */
+/** Window of the limits counted per hour: sign-ups and resends per client, failed sign-ins per account (NIST SP 800-63B-4 §3.2.2 counts per account). */
+export const HOUR_WINDOW_SECONDS = 60 * 60;
+/** One resend per address per 60 s (docs/api.md, resend); not configurable. */
 export const RESEND_WINDOW_SECONDS = 60;
 
 /** Every rate limit of the service, built once from the settings. */
 export interface RateLimitRules {
+  /** Failed sign-ins naming one identifier from one client network: a stranger elsewhere cannot lock the owner out. */
   readonly signInPerIdentifier: RateLimitRule;
   readonly signInPerIp: RateLimitRule;
-  /** Wrong current passwords at change-password, per user: a stolen access token must not give unlimited guesses. */
+  /** Failed sign-ins per account, whichever identifier named it and wherever they came from. */
+  readonly signInPerAccount: RateLimitRule;
+  /** Unsuccessful change-password attempts, per user: a stolen access token must not give unlimited guesses. */
   readonly changePasswordPerUser: RateLimitRule;
   readonly signUpPerIp: RateLimitRule;
-  readonly verifyPerAddress: RateLimitRule;
+  /** Failed verifications per client network (the 5 tries of each code bound the guesses per address). */
+  readonly verifyPerIp: RateLimitRule;
   readonly resendPerAddress: RateLimitRule;
+  readonly resendPerIp: RateLimitRule;
 }
 
 /** Builds the rules from the configured limits. */
 export function rateLimitRules(settings: RateLimitSettings): RateLimitRules {
   return {
-    signInPerIdentifier: { name: 'sign_in_identifier', limit: settings.signInPerIdentifier, windowSeconds: FAILURE_WINDOW_SECONDS },
-    signInPerIp: { name: 'sign_in_ip', limit: settings.signInPerIp, windowSeconds: FAILURE_WINDOW_SECONDS },
-    changePasswordPerUser: { name: 'change_password_user', limit: settings.signInPerIdentifier, windowSeconds: FAILURE_WINDOW_SECONDS },
-    signUpPerIp: { name: 'sign_up_ip', limit: settings.signUpPerIp, windowSeconds: SIGN_UP_WINDOW_SECONDS },
-    verifyPerAddress: { name: 'verify_address', limit: settings.verifyPerAddress, windowSeconds: FAILURE_WINDOW_SECONDS },
-    resendPerAddress: { name: 'resend', limit: 1, windowSeconds: RESEND_WINDOW_SECONDS },
+    signInPerIdentifier: { name: 'sign_in_identifier_client', subject: 'secret', limit: settings.signInPerIdentifier, windowSeconds: FAILURE_WINDOW_SECONDS },
+    signInPerIp: { name: 'sign_in_ip', subject: 'client', limit: settings.signInPerIp, windowSeconds: FAILURE_WINDOW_SECONDS },
+    signInPerAccount: { name: 'sign_in_account', subject: 'account', limit: settings.signInPerAccount, windowSeconds: HOUR_WINDOW_SECONDS },
+    changePasswordPerUser: { name: 'change_password_user', subject: 'secret', limit: settings.signInPerIdentifier, windowSeconds: FAILURE_WINDOW_SECONDS },
+    signUpPerIp: { name: 'sign_up_ip', subject: 'client', limit: settings.signUpPerIp, windowSeconds: HOUR_WINDOW_SECONDS },
+    verifyPerIp: { name: 'verify_ip', subject: 'client', limit: settings.verifyPerIp, windowSeconds: FAILURE_WINDOW_SECONDS },
+    resendPerAddress: { name: 'resend', subject: 'secret', limit: 1, windowSeconds: RESEND_WINDOW_SECONDS },
+    resendPerIp: { name: 'resend_ip', subject: 'client', limit: settings.resendPerIp, windowSeconds: HOUR_WINDOW_SECONDS },
   };
 }

@@ -2,12 +2,26 @@ import type { FastifyBaseLogger } from 'fastify';
 import type { Clock } from '../../clock.js';
 import type { Db } from '../../db/db.js';
 import { hmacSha256 } from '../../crypto/secrets.js';
-import { forgiveHits, hitWindow, hitWindowsAfter, purgeWindows } from './rate-limits.repo.js';
+import { purgeInBatches } from '../retention/batches.js';
+import { BATCH_PAUSE_MS, MAX_BATCHES_PER_RUN } from '../retention/retention.worker.js';
+import { clientNetwork } from './client-network.js';
+import { forgiveHits, hitWindow, hitWindowsAfter, PURGE_BATCH_SIZE, purgeWindows, withCurrentWindowSql } from './rate-limits.repo.js';
+
+/**
+ * What a rule's subject is, which decides how it is stored in the key:
+ * - `client`: a client IP address, counted per network ({@link clientNetwork}: an IPv4 address,
+ *   an IPv6 /64), stored as an HMAC;
+ * - `secret`: a value not to be stored in the clear (an identifier, an address), stored as an HMAC;
+ * - `account`: a user id, stored as it is (it is no personal data beyond the users table), so a
+ *   statement that finds the user can also find the account's window ({@link RateLimiter.withAccountWindow}).
+ */
+export type RateLimitSubject = 'client' | 'secret' | 'account';
 
 /** One limit: at most `limit` counted requests per subject in a fixed window of `windowSeconds`; a limit of 0 disables it. */
 export interface RateLimitRule {
-  /** Stable name, part of the stored key (`sign_in_identifier`, `sign_up_ip`, ...). */
+  /** Stable name, part of the stored key (`sign_in_ip`, `sign_up_ip`, ...). */
   readonly name: string;
+  readonly subject: RateLimitSubject;
   readonly limit: number;
   readonly windowSeconds: number;
 }
@@ -56,13 +70,29 @@ export interface RateLimiter {
    */
   hitAll<R extends object>(
     batch: RateLimitBatch,
-    read: { sql: string; params: readonly unknown[] },
+    read?: { sql: string; params: readonly unknown[] },
   ): Promise<{ verdict: RateLimitVerdict; rows: R[]; keys: readonly string[] }>;
+  /**
+   * `read` (a SELECT whose rows have an `id` column, a user id) with each row's current window
+   * under `rule` (an `account` rule) joined: `window_hits` (null when nothing was counted in the
+   * current window) and `window_start`. The parameters of `read` come first (numbered from
+   * `firstParam`), then this wrapper's own three. No count changes.
+   */
+  withAccountWindow(rule: RateLimitRule, read: { sql: string; params: readonly unknown[] }, firstParam: number): { sql: string; params: unknown[] };
+  /**
+   * The verdict for a request under an `account` rule whose window {@link withAccountWindow}
+   * read: refused when the failures already counted reach `rule.limit` (this request would be
+   * one more).
+   */
+  accountVerdict(rule: RateLimitRule, window: { window_hits: number | null; window_start: Date | null }): RateLimitVerdict;
   /** Takes back one counted request (for example a sign-in that succeeded). */
   forgive(rule: RateLimitRule, subject: string): Promise<void>;
   /** Takes back one count of each of `keys` (as {@link hitAll} returned them), in one statement. */
   forgiveKeys(keys: readonly string[]): Promise<void>;
-  /** Starts deleting ended windows every {@link PURGE_INTERVAL_MS}; stopped by {@link stop}. */
+  /**
+   * Starts deleting ended windows every {@link PURGE_INTERVAL_MS}, in bounded statements
+   * (`purgeWindows`, at most `MAX_BATCHES_PER_RUN` per run); stopped by {@link stop}.
+   */
   start(): void;
   stop(): void;
 }
@@ -75,7 +105,10 @@ export const PURGE_AFTER_SECONDS = 24 * 60 * 60;
 /** Builds the {@link RateLimiter}. */
 export function createRateLimiter(deps: { db: Db; clock: Clock; hmacKey: Buffer; log: FastifyBaseLogger }): RateLimiter {
   const { db, clock, hmacKey, log } = deps;
-  const keyOf = (rule: RateLimitRule, subject: string): string => `${rule.name}:${hmacSha256(hmacKey, subject)}`;
+  const keyOf = (rule: RateLimitRule, subject: string): string => {
+    if (rule.subject === 'account') return `${rule.name}:${subject}`;
+    return `${rule.name}:${hmacSha256(hmacKey, rule.subject === 'client' ? clientNetwork(subject) : subject)}`;
+  };
   /** The enabled keys of a batch: `first`'s, then the others sorted (the lock order of hitWindowsAfter and forgiveHitsSql). */
   const batchKeys = (batch: RateLimitBatch): { first?: { key: string; rule: RateLimitRule }; keys: string[] } => {
     const { first } = batch;
@@ -92,7 +125,7 @@ export function createRateLimiter(deps: { db: Db; clock: Clock; hmacKey: Buffer;
       const w = await hitWindow(db, keyOf(rule, subject), rule.windowSeconds, now);
       return w.hits <= rule.limit ? { allowed: true } : { allowed: false, retryAfterSeconds: retryAfter(w.windowStart, rule, now) };
     },
-    async hitAll<R extends object>(batch: RateLimitBatch, read: { sql: string; params: readonly unknown[] }) {
+    async hitAll<R extends object>(batch: RateLimitBatch, read?: { sql: string; params: readonly unknown[] }) {
       const { first, keys } = batchKeys(batch);
       const now = clock.now();
       // With every rule disabled the statement counts nothing and only runs `read`.
@@ -111,6 +144,17 @@ export function createRateLimiter(deps: { db: Db; clock: Clock; hmacKey: Buffer;
       const verdict: RateLimitVerdict = refused.length === 0 ? { allowed: true } : { allowed: false, retryAfterSeconds: Math.max(...refused) };
       return { verdict, rows, keys: first === undefined ? keys : [first.key, ...keys] };
     },
+    withAccountWindow(rule, read, firstParam) {
+      const next = firstParam + read.params.length;
+      return {
+        sql: withCurrentWindowSql(read.sql, { keyPrefix: next, now: next + 1, windowSeconds: next + 2 }),
+        params: [...read.params, `${rule.name}:`, clock.now(), rule.windowSeconds],
+      };
+    },
+    accountVerdict(rule, window) {
+      if (rule.limit <= 0 || window.window_hits === null || window.window_start === null || window.window_hits < rule.limit) return { allowed: true };
+      return { allowed: false, retryAfterSeconds: retryAfter(window.window_start, rule, clock.now()) };
+    },
     async forgive(rule, subject) {
       if (rule.limit <= 0) return;
       await forgiveHits(db, [keyOf(rule, subject)]);
@@ -121,8 +165,9 @@ export function createRateLimiter(deps: { db: Db; clock: Clock; hmacKey: Buffer;
     start() {
       if (timer !== undefined) return;
       timer = setInterval(() => {
-        purgeWindows(db, new Date(clock.now().getTime() - PURGE_AFTER_SECONDS * 1000)).catch((err: unknown) =>
-          log.warn({ err }, 'rate-limit purge failed'),
+        const before = new Date(clock.now().getTime() - PURGE_AFTER_SECONDS * 1000);
+        purgeInBatches((limit) => purgeWindows(db, before, limit), { batchSize: PURGE_BATCH_SIZE, maxBatches: MAX_BATCHES_PER_RUN, pauseMs: BATCH_PAUSE_MS }).catch(
+          (err: unknown) => log.warn({ err }, 'rate-limit purge failed'),
         );
       }, PURGE_INTERVAL_MS);
       timer.unref();

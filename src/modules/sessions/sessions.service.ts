@@ -12,7 +12,8 @@ import { findUserById, upgradePasswordHash, usersByIdentifiersQuery, type UserRo
 import { HIT_WINDOWS_PARAMS } from '../rate-limits/rate-limits.repo.js';
 import { securityEvent } from '../audit/security-events.js';
 import type { RateLimitRules } from '../rate-limits/rate-limits.rules.js';
-import type { RateLimiter } from '../rate-limits/rate-limits.service.js';
+import type { RateLimiter, RateLimitVerdict } from '../rate-limits/rate-limits.service.js';
+import { clientNetwork } from '../rate-limits/client-network.js';
 import { liveTokenWithinGrace, successorCiphertextFor } from './refresh-grace.js';
 import {
   hasCookieLifetimeLeft,
@@ -38,6 +39,12 @@ import {
 const STORED_USERNAME = /^[a-z0-9_]{3,32}$/;
 /** Longest `User-Agent` kept on a session. */
 const MAX_USER_AGENT_LENGTH = 512;
+
+/** An account's failed sign-ins in the current window, as {@link RateLimiter.withAccountWindow} joins them. */
+interface AccountWindow {
+  window_hits: number | null;
+  window_start: Date | null;
+}
 
 /** Where a request comes from; recorded on the device and session. */
 export interface ClientContext {
@@ -72,7 +79,7 @@ export interface SessionsDeps {
   /** `REFRESH_REUSE_GRACE_SECONDS` (0 to 300): 0 is the strict reuse rule (decisions.md §5). */
   readonly refreshReuseGraceSeconds: number;
   readonly limiter: RateLimiter;
-  readonly rules: Pick<RateLimitRules, 'signInPerIdentifier' | 'signInPerIp'>;
+  readonly rules: Pick<RateLimitRules, 'signInPerIdentifier' | 'signInPerIp' | 'signInPerAccount'>;
   readonly log: FastifyBaseLogger;
   /** Counts sign-in and refresh outcomes and revoked sessions; defaults to a registry of its own. */
   readonly metrics?: AuthMetrics;
@@ -133,15 +140,21 @@ export function createSessionsService(deps: SessionsDeps): SessionsService {
   const metrics = deps.metrics ?? createAuthMetrics();
 
   /**
-   * Counts a sign-in attempt against the client IP and then every given identifier (issue 3
-   * point 1), and finds the users the identifiers name, in one statement (docs/performance.md).
-   * The IP first: a source already over its limit does not also count against (and so lock) the
-   * identifiers it names. Known and unknown identifiers count alike, so a lock reveals nothing; a
-   * right password takes its count back (in the statement that creates the session, or, when
-   * the email is not verified, by `forgiveKeys`), so only failures add up.
-   * @returns `user`: the one user every given identifier names, or undefined (decisions.md §5);
-   *   `rateLimitKeys`: the counted keys, to take them back.
-   * @throws AppError `auth.sign_in.too_many_attempts` (429) with Retry-After.
+   * Counts a sign-in attempt against the client and then every given identifier from that client
+   * (docs/security.md, rate limits), and finds the users the identifiers name with their
+   * account's failures of the current hour, in one statement (docs/performance.md). The client
+   * first: a source already over its limit does not also count against the identifiers it names.
+   * Known and unknown identifiers count alike, so a lock reveals nothing; a right password takes
+   * its counts back (in the statement that creates the session, or, when the email is not
+   * verified, by `forgiveKeys`), so only failures add up. Counted per client, an identifier's
+   * failures from elsewhere never lock its owner out; the account's own limit
+   * (`signInPerAccount`, failures counted by {@link countAccountFailure}) bounds what many
+   * clients together can try.
+   * @returns `user`: the one user every given identifier names, or undefined (docs/api.md,
+   *   sign-in); `rateLimitKeys`: the counted keys, to take them back.
+   * @throws AppError `auth.sign_in.too_many_attempts` (429) with Retry-After, before any
+   *   password is hashed: the client or an identifier from it is over its limit, or the account
+   *   has had its most failures this hour.
    */
   const countAttemptAndFindUser = async (
     subjects: readonly string[],
@@ -150,16 +163,15 @@ export function createSessionsService(deps: SessionsDeps): SessionsService {
   ): Promise<{ user: UserRow | undefined; rateLimitKeys: readonly string[] }> => {
     // A username outside the stored form names nobody: the statement need not look (the caller keeps the dummy-hash timing).
     const impossible = ids.username !== undefined && !STORED_USERNAME.test(ids.username);
-    // The client IP (if known) first, then every given identifier.
-    const { verdict, rows, keys } = await limiter.hitAll<UserRow>(
-      { first: ip === null ? undefined : { rule: rules.signInPerIp, subject: ip }, rule: rules.signInPerIdentifier, subjects },
-      usersByIdentifiersQuery(HIT_WINDOWS_PARAMS + 1, impossible ? {} : ids),
+    const client = clientNetwork(ip);
+    const { verdict, rows, keys } = await limiter.hitAll<UserRow & AccountWindow>(
+      {
+        first: ip === null ? undefined : { rule: rules.signInPerIp, subject: ip },
+        rule: rules.signInPerIdentifier,
+        subjects: subjects.map((subject) => `${subject} from ${client}`),
+      },
+      limiter.withAccountWindow(rules.signInPerAccount, usersByIdentifiersQuery(HIT_WINDOWS_PARAMS + 1, impossible ? {} : ids), HIT_WINDOWS_PARAMS + 1),
     );
-    if (!verdict.allowed) {
-      securityEvent(log, 'sign_in.locked', { ip });
-      metrics.signIn('locked');
-      throw new AppError('auth.sign_in.too_many_attempts', { headers: { 'retry-after': String(verdict.retryAfterSeconds) } });
-    }
     const [only] = rows;
     const matches =
       rows.length === 1 &&
@@ -167,8 +179,25 @@ export function createSessionsService(deps: SessionsDeps): SessionsService {
       (ids.username === undefined || only.username === ids.username) &&
       (ids.email === undefined || only.email === ids.email) &&
       (ids.phone === undefined || only.phone === ids.phone);
-    return { user: matches ? only : undefined, rateLimitKeys: keys };
+    const accountVerdict: RateLimitVerdict = matches ? limiter.accountVerdict(rules.signInPerAccount, only) : { allowed: true };
+    const refused = [verdict, accountVerdict].flatMap((v) => (v.allowed ? [] : [v.retryAfterSeconds]));
+    if (refused.length > 0) {
+      securityEvent(log, 'sign_in.locked', { ip, ...(accountVerdict.allowed ? {} : { userId: only?.id, reason: 'account' }) });
+      metrics.signIn('locked');
+      throw new AppError('auth.sign_in.too_many_attempts', { headers: { 'retry-after': String(Math.max(...refused)) } });
+    }
+    if (!matches) return { user: undefined, rateLimitKeys: keys };
+    const { window_hits: _hits, window_start: _start, ...user } = only;
+    return { user, rateLimitKeys: keys };
   };
+
+  /**
+   * Counts one failed sign-in against the account (NIST SP 800-63B-4 §3.2.2: at most 100
+   * failures per account; here per hour, so no one can lock an account for good). Counted after
+   * the password was found wrong, so requests in flight together can pass the limit by their
+   * number; none is counted for an unknown identifier (there is no account to protect).
+   */
+  const countAccountFailure = (userId: string): Promise<unknown> => limiter.hit(rules.signInPerAccount, userId);
 
   /**
    * Re-hashes a password whose stored argon2id parameters are below the configured ones (issue 3
@@ -214,6 +243,7 @@ export function createSessionsService(deps: SessionsDeps): SessionsService {
       // Unknown users cost one argon2id verification too, so timing does not reveal who exists.
       const passwordOk = user === undefined ? (await hasher.verifyDummy(password), false) : await hasher.verify(user.password_hash, password);
       if (user === undefined || !passwordOk) {
+        if (user !== undefined) await countAccountFailure(user.id);
         securityEvent(log, 'sign_in.failed', { userId: user?.id, ip: client.ip, reason: user === undefined ? 'unknown_identifier' : 'wrong_password' });
         metrics.signIn('bad_credentials');
         throw new AppError('auth.invalid_credentials');

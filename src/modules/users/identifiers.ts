@@ -23,11 +23,21 @@ export function normalizeEmail(email: string): string {
 const STORED_PHONE = /^[+][0-9]{8,15}$/;
 
 /**
- * Removes spaces, `(`, `)` and `-`, and adds a missing leading `+`.
+ * The international call prefix written in place of `+` (ITU-T E.164 §6.2.1, used in most of the
+ * world): `0015551234567` dials the same number as `+15551234567`. No country code starts with
+ * 0, so a number that starts with it after `+` has no other reading.
+ */
+const INTERNATIONAL_PREFIX = '00';
+
+/**
+ * Removes spaces, `(`, `)` and `-`, then the international prefix `00` written in place of `+`
+ * (or after it), and adds a missing leading `+`: `00 1 555 123 4567`, `+1 (555) 123-4567` and
+ * `15551234567` are all `+15551234567`.
  * @returns the stored form `^[+][0-9]{8,15}$`, or undefined when the result does not match it.
  */
 export function normalizePhone(phone: string): string | undefined {
   const stripped = phone.replace(/[\s()-]/g, '');
-  const withPlus = stripped.startsWith('+') ? stripped : `+${stripped}`;
+  const digits = stripped.startsWith('+') ? stripped.slice(1) : stripped;
+  const withPlus = `+${digits.startsWith(INTERNATIONAL_PREFIX) ? digits.slice(INTERNATIONAL_PREFIX.length) : digits}`;
   return STORED_PHONE.test(withPlus) ? withPlus : undefined;
 }

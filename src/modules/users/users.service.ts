@@ -48,10 +48,13 @@ export interface UsersService {
   /**
    * Replaces the password of `user` and revokes all of the user's sessions in one transaction
    * (spec §3). The new password must pass the same policy as at sign-up, with the user's
-   * username and email as context; it is checked before the current password. Of two parallel
+   * username and email as context; it is checked before the current password. Every attempt is
+   * first counted against the user (RATE_LIMIT_SIGN_IN_PER_IDENTIFIER per 15 minutes), before the
+   * policy and argon2id run, and only a successful change takes its count back. Of two parallel
    * changes exactly one wins; the other gets 401.
    * @throws AppError `auth.change_password.validation_failed` (400) for a bad length or a
-   *   password the policy refuses (the message says why), `auth.invalid_current_password` (401).
+   *   password the policy refuses (the message says why), `auth.invalid_current_password` (401),
+   *   `auth.change_password.too_many_attempts` (429, Retry-After).
    */
   changePassword(user: UserRow, input: { currentPassword: string; newPassword: string }): Promise<void>;
 }
@@ -96,13 +99,14 @@ export function createUsersService(deps: UsersDeps): UsersService {
       if (newPassword === undefined) {
         throw new AppError('auth.change_password.validation_failed', { message: 'new_password must be 8 to 72 characters after NFKC normalisation.' });
       }
-      const refused = await checkPassword(newPassword, { username: user.username, email: user.email, serviceName: SERVICE_NAME });
-      if (refused !== undefined) throw new AppError('auth.change_password.validation_failed', { message: refused.reason });
-      // Wrong current passwords count per user, like failed sign-ins (issue 3 point 1).
+      // Every attempt counts per user before any costly check (the password policy takes tens of
+      // milliseconds of the event loop, argon2id more); only a successful change takes it back.
       const verdict = await limiter.hit(rules.changePasswordPerUser, user.id);
       if (!verdict.allowed) {
         throw new AppError('auth.change_password.too_many_attempts', { headers: { 'retry-after': String(verdict.retryAfterSeconds) } });
       }
+      const refused = await checkPassword(newPassword, { username: user.username, email: user.email, serviceName: SERVICE_NAME });
+      if (refused !== undefined) throw new AppError('auth.change_password.validation_failed', { message: refused.reason });
       if (!(await hasher.verify(user.password_hash, input.currentPassword.normalize('NFKC')))) {
         throw new AppError('auth.invalid_current_password');
       }

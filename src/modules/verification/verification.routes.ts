@@ -54,7 +54,7 @@ export function verificationRoutes(deps: { verification: VerificationService }):
         },
       },
       async (request, reply) => {
-        await verification.resend(normalizeEmail(request.body.email));
+        await verification.resend(normalizeEmail(request.body.email), { ip: request.ip });
         return reply.code(204).send(null);
       },
     );

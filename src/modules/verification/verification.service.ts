@@ -3,13 +3,16 @@ import type { Clock } from '../../clock.js';
 import type { Db, Queryable } from '../../db/db.js';
 import { AppError, type ErrorCode } from '../../errors.js';
 import { constantTimeEqual, hmacSha256, newVerificationCode } from '../../crypto/secrets.js';
-import { enqueueEmail } from '../mail/outbox.repo.js';
+import { cancelPendingEmails, enqueueEmail } from '../mail/outbox.repo.js';
 import type { FastifyBaseLogger } from 'fastify';
 import { securityEvent } from '../audit/security-events.js';
 import type { RateLimitRules } from '../rate-limits/rate-limits.rules.js';
 import type { RateLimiter } from '../rate-limits/rate-limits.service.js';
 import { findUserByEmail, findUserById, markEmailVerified, type UserRow } from '../users/users.repo.js';
 import { consumeCode, lockLiveCode, recordWrongAttempt, replaceCode } from './verification.repo.js';
+
+/** Outbox kind of verification-code emails. */
+const VERIFICATION_EMAIL = 'verification';
 
 /** Wrong attempts after which a code is dead (decisions.md §6). */
 export const MAX_CODE_ATTEMPTS = 5;
@@ -21,7 +24,7 @@ export interface VerificationDeps {
   /** HMAC key for codes at rest. */
   readonly codeHmacKey: Buffer;
   readonly limiter: RateLimiter;
-  readonly rules: Pick<RateLimitRules, 'verifyPerAddress' | 'resendPerAddress'>;
+  readonly rules: Pick<RateLimitRules, 'verifyPerIp' | 'resendPerAddress' | 'resendPerIp'>;
   readonly log: FastifyBaseLogger;
   readonly codeTtlSeconds: number;
   /** Called after a commit that queued an email. */
@@ -31,8 +34,10 @@ export interface VerificationDeps {
 /** Email verification by 6-digit code (spec §3, decisions.md §6). */
 export interface VerificationService {
   /**
-   * Inside the caller's transaction: supersedes the user's older codes, stores a new one
-   * (HMAC at rest) and queues its email in the outbox, so all commit together.
+   * Inside the caller's transaction: supersedes the user's older codes, cancels their emails
+   * still waiting in the outbox (one being sent right now is left to finish), stores a new code
+   * (HMAC at rest) and queues its email, so all commit together and a superseded code's email is
+   * never sent after the newer one's.
    */
   issueCode(tx: Queryable, user: Pick<UserRow, 'id' | 'username'> & { email: string }): Promise<void>;
   /**
@@ -40,20 +45,26 @@ export interface VerificationService {
    * or was already (204). Attempts on one code are serialised by a row lock; at most
    * {@link MAX_CODE_ATTEMPTS} wrong attempts are counted, and parallel right codes change the
    * state once (decisions.md §6).
-   * Failed verifications also count against the address (RATE_LIMIT_VERIFY_PER_ADDRESS per
-   * 15 minutes), so resending codes does not buy unlimited guesses.
+   * Failed verifications also count against the client (RATE_LIMIT_VERIFY_PER_IP per 15
+   * minutes). Nothing is counted per address: wrong codes sent by a stranger must not stop the
+   * owner's right code (ASVS 5.0 V6.1.1). The guesses an address can receive stay bounded by
+   * the 5 tries of each code and by how often codes are issued (resend: one per address per
+   * 60 s), docs/security.md.
    * @throws AppError `auth.verify_email.user_not_found` (404), `auth.verify_email.code_expired`,
    *   `auth.verify_email.code_mismatch`, `auth.verify_email.too_many_attempts` (410),
-   *   `auth.verify_email.rate_limited` (429, Retry-After).
+   *   `auth.verify_email.rate_limited` (429, Retry-After: this client's failures).
    */
   verify(email: string, code: string, client: { ip: string | null }): Promise<void>;
   /**
    * Queues a fresh code for an unverified address; does nothing for unknown or verified ones,
-   * answering the same either way (no enumeration).
-   * @throws AppError `auth.resend_verification.too_many_attempts` (429, Retry-After) on a second
-   *   resend for the address within 60 s (decisions.md §6), known or not.
+   * answering the same either way (no enumeration). The new code supersedes the older ones and
+   * their emails still waiting in the outbox are cancelled ({@link issueCode}).
+   * @throws AppError `auth.resend_verification.too_many_attempts` (429, Retry-After) when the
+   *   client is over RATE_LIMIT_RESEND_PER_IP resends this hour (counted first, so such a client
+   *   does not also use up the address's resend), or on a second resend for the address within
+   *   60 s (docs/api.md, resend), known or not.
    */
-  resend(email: string): Promise<void>;
+  resend(email: string, client: { ip: string | null }): Promise<void>;
 }
 
 /** Builds the {@link VerificationService} over the database, clock and derived HMAC keys. */
@@ -67,9 +78,10 @@ export function createVerificationService(deps: VerificationDeps): VerificationS
     const id = randomUUID();
     const expiresAt = new Date(now.getTime() + codeTtlSeconds * 1000);
     await replaceCode(tx, { id, userId: user.id, email: user.email, codeHash: hashCode(id, code), now, expiresAt });
+    await cancelPendingEmails(tx, { kind: VERIFICATION_EMAIL, recipient: user.email, reason: 'superseded by a newer code', now });
     await enqueueEmail(tx, {
       id: randomUUID(),
-      kind: 'verification',
+      kind: VERIFICATION_EMAIL,
       recipient: user.email,
       payload: { username: user.username, code },
       now,
@@ -84,7 +96,7 @@ export function createVerificationService(deps: VerificationDeps): VerificationS
       const user = await findUserByEmail(db, email);
       if (user === undefined) throw new AppError('auth.verify_email.user_not_found');
       if (user.is_email_verified) return;
-      const verdict = await limiter.hit(rules.verifyPerAddress, email);
+      const verdict = await limiter.hit(rules.verifyPerIp, client.ip ?? 'unknown');
       if (!verdict.allowed) {
         securityEvent(log, 'verify_email.rate_limited', { userId: user.id, ip: client.ip });
         throw new AppError('auth.verify_email.rate_limited', { headers: { 'retry-after': String(verdict.retryAfterSeconds) } });
@@ -107,11 +119,15 @@ export function createVerificationService(deps: VerificationDeps): VerificationS
         return 'verified';
       });
       if (outcome !== 'verified') throw new AppError(outcome);
-      await limiter.forgive(rules.verifyPerAddress, email);
+      await limiter.forgive(rules.verifyPerIp, client.ip ?? 'unknown');
     },
 
-    async resend(email) {
-      const verdict = await limiter.hit(rules.resendPerAddress, email);
+    async resend(email, client) {
+      const { verdict } = await limiter.hitAll({
+        first: client.ip === null ? undefined : { rule: rules.resendPerIp, subject: client.ip },
+        rule: rules.resendPerAddress,
+        subjects: [email],
+      });
       if (!verdict.allowed) {
         throw new AppError('auth.resend_verification.too_many_attempts', { headers: { 'retry-after': String(verdict.retryAfterSeconds) } });
       }

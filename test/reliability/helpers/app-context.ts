@@ -49,7 +49,9 @@ export async function createAppContext(options: AppContextOptions): Promise<Test
     RATE_LIMIT_SIGN_IN_PER_IDENTIFIER: '0',
     RATE_LIMIT_SIGN_IN_PER_IP: '0',
     RATE_LIMIT_SIGN_UP_PER_IP: '0',
-    RATE_LIMIT_VERIFY_PER_ADDRESS: '0',
+    RATE_LIMIT_SIGN_IN_PER_ACCOUNT: '0',
+    RATE_LIMIT_VERIFY_PER_IP: '0',
+    RATE_LIMIT_RESEND_PER_IP: '0',
     ...options.env,
   });
   const rawLogs: string[] = [];
