@@ -25,6 +25,7 @@ import { createAccessTokenService } from './modules/tokens/access-token.service.
 import { usersRoutes } from './modules/users/users.routes.js';
 import { rateLimitRules } from './modules/rate-limits/rate-limits.rules.js';
 import { createRateLimiter } from './modules/rate-limits/rate-limits.service.js';
+import { createRetentionWorker, type RetentionWorker } from './modules/retention/retention.worker.js';
 import { createUsersService } from './modules/users/users.service.js';
 import { verificationRoutes } from './modules/verification/verification.routes.js';
 import { createVerificationService } from './modules/verification/verification.service.js';
@@ -61,6 +62,8 @@ export interface AppDeps {
   readonly logger?: FastifyBaseLogger;
   /** Start the outbox worker when the app is ready (default true). */
   readonly startOutboxWorker?: boolean;
+  /** Start the retention worker's timers when the app is ready (default true). */
+  readonly startRetentionWorker?: boolean;
   /** Prometheus metrics in a registry of this app's own; defaults to a fresh one with the process metrics. */
   readonly metrics?: AuthMetrics;
 }
@@ -71,6 +74,8 @@ declare module 'fastify' {
     outbox: OutboxWorker;
     /** The key store: signing key, verification keys and JWKS. */
     keys: KeyStore;
+    /** The retention worker (tests call `runOnce()` and `eraseSealedSuccessors()` to purge deterministically). */
+    retention: RetentionWorker;
   }
 }
 
@@ -100,7 +105,8 @@ export function createLogger(level: string, destination?: DestinationStream): Fa
 /**
  * Builds the whole service as a Fastify instance (STYLE: external plugins, then services, then
  * routes). It never listens and never migrates; `main.ts` does both, tests call `inject()`.
- * The outbox worker starts on `ready` and stops on `close`.
+ * The outbox worker, the rate-limit purge and the retention worker start on `ready` and stop on
+ * `close`.
  *
  * @throws when the signing key cannot be loaded.
  */
@@ -166,13 +172,17 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   });
   const users = createUsersService({ db, clock, hasher, verification, onEmailQueued, limiter, rules, metrics });
   const sessions = createSessionsService({ db, clock, hasher, accessTokens, sessionTtlSeconds: config.sessionTtlSeconds, refreshReuseGraceSeconds: config.refreshReuseGraceSeconds, limiter, rules, log: app.log, metrics });
+  const retention = createRetentionWorker({ db, clock, log: app.log, retention: config.retention, refreshReuseGraceSeconds: config.refreshReuseGraceSeconds });
   app.decorate('outbox', outbox);
   app.decorate('keys', keys);
+  app.decorate('retention', retention);
 
   if (deps.startOutboxWorker ?? true) app.addHook('onReady', async () => outbox.start());
   app.addHook('onReady', async () => limiter.start());
+  if (deps.startRetentionWorker ?? true) app.addHook('onReady', async () => retention.start());
   app.addHook('onClose', async () => {
     limiter.stop();
+    await retention.stop();
     await outbox.stop();
     transport.close();
   });

@@ -15,8 +15,13 @@ export type RefreshOutcome = 'rotated' | 'grace_replay' | 'reused' | 'invalid' |
 /** What became of a failed send: another try later, or the row is dead (decisions.md §8). */
 export type EmailFailureOutcome = 'retry' | 'dead';
 
-/** Outbox row statuses (decisions.md §8), each a series of `auth_outbox_emails`. */
-export const OUTBOX_STATUSES = ['pending', 'sent', 'dead', 'cancelled'] as const;
+/**
+ * The outbox row statuses (decisions.md §8) that `auth_outbox_emails` reports, each a series:
+ * the backlog and the rows given up. Sent and cancelled rows are not counted: they are most of
+ * the table, and counting them made every scrape read all of it (docs/performance.md,
+ * "Retention and the cost of a growing database"); `auth_emails_sent_total` counts sends.
+ */
+export const OUTBOX_STATUSES = ['pending', 'dead'] as const;
 export type OutboxStatusLabel = (typeof OUTBOX_STATUSES)[number];
 
 /** How a scrape reads the outbox; each gauge runs its own query, so a value is never one scrape old. */
@@ -143,7 +148,7 @@ export function createAuthMetrics(options: { readonly defaultMetrics?: boolean }
     trackOutbox(reader, onError) {
       new Gauge({
         name: `${PREFIX}outbox_emails`,
-        help: 'Email outbox rows by status (pending, sent, dead, cancelled), read from the database at scrape time.',
+        help: 'Email outbox rows by status (pending, dead), read from the database at scrape time.',
         labelNames: ['status'] as const,
         registers,
         async collect() {

@@ -2,7 +2,7 @@ import Fastify, { type FastifyInstance, type FastifyReply } from 'fastify';
 import type { Clock } from '../clock.js';
 import type { Db } from '../db/db.js';
 import type { AuthMetrics } from '../metrics.js';
-import { countOutboxEmailsByStatus, oldestPendingEmailCreatedAt } from '../modules/mail/outbox.repo.js';
+import { countOutboxBacklog, oldestPendingEmailCreatedAt } from '../modules/mail/outbox.repo.js';
 import { sendError } from './error-handler.js';
 import { READINESS_TIMEOUT_MS, withTimeout } from './health.js';
 import { requestLogServerOptions } from './request-log.js';
@@ -64,7 +64,7 @@ export function registerMetrics(app: FastifyInstance, deps: { readonly metrics: 
   };
   metrics.trackOutbox(
     {
-      counts: async () => readable(await withTimeout(countOutboxEmailsByStatus(db), OUTBOX_QUERY_TIMEOUT_MS)),
+      counts: async () => readable(await withTimeout(countOutboxBacklog(db), OUTBOX_QUERY_TIMEOUT_MS)),
       oldestPendingAgeSeconds: async () => {
         const oldest = readable(await withTimeout(oldestPendingEmailCreatedAt(db), OUTBOX_QUERY_TIMEOUT_MS));
         return oldest === null ? 0 : Math.max(0, (clock.now().getTime() - oldest.getTime()) / MS_PER_SECOND);

@@ -105,4 +105,28 @@ describe('loadConfig (decisions.md §2)', () => {
     expect(c.smtp?.host).toBe('mail.example.com');
     expect(c.smtp?.password).toBe(' pass word ');
   });
+
+  it('reads the retention periods (docs/operations.md, "Retention"): defaults, bounds, and dead emails kept at least as long as sent ones', () => {
+    expect(loadConfig({}).retention).toEqual({ sessionsDays: 30, verificationCodesDays: 7, outboxDays: 7, outboxDeadDays: 30 });
+    expect(
+      loadConfig({ RETENTION_SESSIONS_DAYS: '0', RETENTION_VERIFICATION_CODES_DAYS: '1', RETENTION_OUTBOX_DAYS: '3', RETENTION_OUTBOX_DEAD_DAYS: '3650' }).retention,
+    ).toEqual({ sessionsDays: 0, verificationCodesDays: 1, outboxDays: 3, outboxDeadDays: 3650 });
+    expect(Object.isFrozen(loadConfig({}).retention)).toBe(true);
+
+    let error: ConfigError | undefined;
+    try {
+      loadConfig({ RETENTION_SESSIONS_DAYS: '-1', RETENTION_VERIFICATION_CODES_DAYS: '3651', RETENTION_OUTBOX_DAYS: 'week', RETENTION_OUTBOX_DEAD_DAYS: '0' });
+    } catch (err) {
+      error = err as ConfigError;
+    }
+    expect(error).toBeInstanceOf(ConfigError);
+    expect(error!.problems).toEqual([
+      'RETENTION_OUTBOX_DAYS: expected an integer from 0 to 3650, got "week"',
+      'RETENTION_OUTBOX_DEAD_DAYS: expected an integer from 1 to 3650, got "0"',
+      'RETENTION_SESSIONS_DAYS: expected an integer from 0 to 3650, got "-1"',
+      'RETENTION_VERIFICATION_CODES_DAYS: expected an integer from 0 to 3650, got "3651"',
+    ]);
+    expect(() => loadConfig({ RETENTION_OUTBOX_DAYS: '40' })).toThrow(/RETENTION_OUTBOX_DEAD_DAYS: must be at least RETENTION_OUTBOX_DAYS \(40\), got 30/);
+    expect(loadConfig({ RETENTION_OUTBOX_DAYS: '40', RETENTION_OUTBOX_DEAD_DAYS: '40' }).retention.outboxDeadDays).toBe(40);
+  });
 });
