@@ -1,6 +1,6 @@
-import { STATUS_CODES } from 'node:http';
+import { STATUS_CODES, type Server } from 'node:http';
 import type { Duplex } from 'node:stream';
-import type { FastifyInstance, FastifyReply } from 'fastify';
+import type { FastifyHttpOptions, FastifyInstance, FastifyReply } from 'fastify';
 import fastifyCors from '@fastify/cors';
 import { ERROR_CATALOG } from '../errors.js';
 import { sendError } from './error-handler.js';
@@ -10,6 +10,38 @@ export const CORS_METHODS: readonly string[] = ['GET', 'HEAD', 'POST', 'DELETE']
 
 /** The JSON content type of every body this service writes. */
 const JSON_CONTENT_TYPE = 'application/json; charset=utf-8';
+
+/**
+ * Timeouts against slow clients (slowloris and slow-body attacks, OWASP ASVS 5.0 V13.1.4 / CWE-400),
+ * in milliseconds. Every request of this interface is small (bodies at most 16 KiB), so a client
+ * that needs long to send one is holding a connection, not using the service:
+ * - headers must arrive within {@link HEADERS_TIMEOUT_MS} of the connection's first byte;
+ * - the whole request, body included, within {@link REQUEST_TIMEOUT_MS}; Node checks both every
+ *   {@link TIMEOUT_CHECK_INTERVAL_MS}, so a body trickling in a byte every few seconds is answered
+ *   408 and dropped within 27 s;
+ * - a socket with no traffic at all is closed after {@link IDLE_SOCKET_TIMEOUT_MS};
+ * - an idle keep-alive connection is closed after {@link KEEP_ALIVE_TIMEOUT_MS}.
+ */
+export const HEADERS_TIMEOUT_MS = 10_000;
+export const REQUEST_TIMEOUT_MS = 25_000;
+/** How often Node looks for requests past their timeouts (Node's default, 30 s, would let one live up to 55 s). */
+export const TIMEOUT_CHECK_INTERVAL_MS = 2_000;
+export const IDLE_SOCKET_TIMEOUT_MS = 30_000;
+/**
+ * Fastify's default, set explicitly: longer than the 60 s idle timeout of common load balancers,
+ * so a proxy never reuses a connection this server has just closed.
+ */
+export const KEEP_ALIVE_TIMEOUT_MS = 72_000;
+
+/** The Fastify server options that set the timeouts above; spread into `Fastify({...})`. */
+export function slowClientServerOptions(): Pick<FastifyHttpOptions<Server>, 'connectionTimeout' | 'keepAliveTimeout' | 'requestTimeout' | 'http'> {
+  return {
+    connectionTimeout: IDLE_SOCKET_TIMEOUT_MS,
+    keepAliveTimeout: KEEP_ALIVE_TIMEOUT_MS,
+    requestTimeout: REQUEST_TIMEOUT_MS,
+    http: { headersTimeout: HEADERS_TIMEOUT_MS, connectionsCheckingInterval: TIMEOUT_CHECK_INTERVAL_MS },
+  };
+}
 
 /**
  * Headers every answer carries (docs/decisions.md, "Caching"): `Cache-Control: no-store` unless

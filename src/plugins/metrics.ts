@@ -6,6 +6,7 @@ import { countOutboxBacklog, oldestPendingEmailCreatedAt } from '../modules/mail
 import { sendError } from './error-handler.js';
 import { READINESS_TIMEOUT_MS, withTimeout } from './health.js';
 import { requestLogServerOptions } from './request-log.js';
+import { slowClientServerOptions } from './http-hardening.js';
 
 /** Where Prometheus scrapes, outside the API prefix (issue 5 point 3). */
 export const METRICS_PATH = '/metrics';
@@ -92,7 +93,7 @@ export function registerMetrics(app: FastifyInstance, deps: { readonly metrics: 
  * @throws the listen error (port taken).
  */
 export async function listenMetrics(app: FastifyInstance, options: { readonly host: string; readonly port: number }): Promise<FastifyInstance> {
-  const server = Fastify({ loggerInstance: app.log.child({ server: 'metrics' }), ...requestLogServerOptions() });
+  const server = Fastify({ loggerInstance: app.log.child({ server: 'metrics' }), ...slowClientServerOptions(), ...requestLogServerOptions() });
   server.addHook('onSend', async (_request, reply) => {
     reply.header('cache-control', 'no-store');
     reply.header('x-content-type-options', 'nosniff');
