@@ -242,6 +242,8 @@ describe('auth-service outbox', () => {
     [['--help'], 'Usage: auth-service outbox <list|retry>'],
     [['list', '--help'], 'Usage: auth-service outbox list'],
     [['retry', '-h'], 'Usage: auth-service outbox retry'],
+    // What the command does: a dead row keeps its code until it expires, so a retry sends it.
+    [['retry', '--help'], 'A dead row keeps its verification code until the code expires'],
   ])('%j prints its usage and exits 0', async (argv, usage) => {
     const res = await run(runOutboxCommand, argv);
     expect(res).toMatchObject({ code: 0, stderr: '' });

@@ -65,10 +65,11 @@ Puts dead rows back to pending: attempts back to 0, next attempt now, last_error
 service's outbox worker then sends them like any pending row (within about a second), with
 the usual retries and backoff.
 
-A row is cancelled instead of sent when there is nothing left to send: a verification email
-whose code has expired, or whose code was dropped when the row died (the service removes the
-code from a dead row). Its user asks for a new code (POST /auth/v0/verify-email/resend).
-The command says how many of the retried rows are in that case.
+A dead row keeps its verification code until the code expires (VERIFICATION_CODE_TTL_SECONDS
+after it was issued), or until a newer code for the address supersedes it; until then a retry
+sends it. After that there is nothing left to send and the row is cancelled instead: its user
+asks for a new code (POST /auth/v0/verify-email/resend). The command says how many of the
+retried rows are in that case.
 
 Options:
   --all-dead  retry every dead row
@@ -112,7 +113,7 @@ async function listCommand(argv: readonly string[], io: DatabaseCommandIo): Prom
     if (rows.length > 0 && rows.length < matching) io.stdout(`(${rows.length} of ${matching} shown; --limit for more)\n`);
     io.stdout(`Totals: ${OUTBOX_STATUSES.map((s) => `${s} ${counts[s] ?? 0}`).join(', ')}\n`);
     return EXIT_OK;
-  });
+  }, { command: 'outbox list' });
 }
 
 /** True when the worker will cancel a retried row instead of sending it (nothing left to send at `now`). */
@@ -151,7 +152,7 @@ async function retryCommand(argv: readonly string[], io: DatabaseCommandIo): Pro
       );
     }
     return EXIT_OK;
-  });
+  }, { command: 'outbox retry' });
 }
 
 /**
