@@ -1,6 +1,7 @@
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { systemClock, type Clock } from './clock.js';
 import { ConfigError, loadConfig, type Config } from './config.js';
+import { DataDirLockedError } from './db/data-dir-lock.js';
 import type { Db } from './db/db.js';
 import { schemaStatus } from './db/migrate.js';
 import { openDatabase } from './db/open.js';
@@ -20,7 +21,7 @@ export const EXIT_USAGE = 2;
  * for tests: production opens the configured database and uses the system clock.
  */
 export interface DatabaseCommandIo extends CommandIo {
-  /** Opens the database for `config` (default: `openDatabase`); the command closes what this returns. */
+  /** Opens the database for `config` (default: `openDatabase`, which locks DATA_DIR on PGlite); the command closes what this returns. */
   readonly openDatabase?: (config: Config) => Promise<Db>;
   readonly clock?: Clock;
 }
@@ -78,17 +79,21 @@ export async function runWithUsage(usage: string, io: CommandIo, body: () => Pro
  * exit 1, a bad configuration (every problem listed) and a schema that is behind the code (run
  * `auth-service migrate` first), so that a command never works on tables it does not know.
  *
- * The embedded PGlite database admits one process at a time: stop the service before running a
- * database command against its DATA_DIR (docs/operations.md).
+ * The embedded PGlite database admits one process at a time: its DATA_DIR is locked while the
+ * command runs, and a command started while the service (or another command) holds it is
+ * refused at once with exit 1 and a message naming the holder ({@link DataDirLockedError},
+ * docs/operations.md "One process per DATA_DIR"). Stop the service first, or use DATABASE_URL.
  *
  * @param options.requireCurrentSchema false only for `migrate`, whose job is a schema that is behind.
+ * @param options.command the command's name for the lock (`migrate`, `sessions revoke`, ...),
+ *   shown to a process refused while this one runs; `cli` when not given.
  * @returns what `fn` returns, or {@link EXIT_ERROR}.
  * @throws what `fn` or the database throws (a connection error, for example).
  */
 export async function withCommandDatabase(
   io: DatabaseCommandIo,
   fn: (db: Db, context: { config: Config; clock: Clock }) => Promise<number>,
-  options: { requireCurrentSchema: boolean } = { requireCurrentSchema: true },
+  options: { requireCurrentSchema?: boolean; command?: string } = {},
 ): Promise<number> {
   let config: Config;
   try {
@@ -98,9 +103,16 @@ export async function withCommandDatabase(
     io.stderr(`${err.message}\n`);
     return EXIT_ERROR;
   }
-  const db = await (io.openDatabase ?? openDatabase)(config);
+  let db: Db;
   try {
-    const status = options.requireCurrentSchema ? await schemaStatus(db) : undefined;
+    db = await (io.openDatabase ?? ((c: Config) => openDatabase(c, options.command ?? 'cli')))(config);
+  } catch (err) {
+    if (!(err instanceof DataDirLockedError)) throw err;
+    io.stderr(`${err.message}\n`);
+    return EXIT_ERROR;
+  }
+  try {
+    const status = (options.requireCurrentSchema ?? true) ? await schemaStatus(db) : undefined;
     if (status !== undefined && status.current < status.latest) {
       io.stderr(`The database schema is at version ${status.current}, this version of the service needs ${status.latest}: run "auth-service migrate" first.\n`);
       return EXIT_ERROR;

@@ -1,6 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import { buildApp } from './app.js';
 import { ConfigError, loadConfig } from './config.js';
+import type { DataDirLockedError } from './db/data-dir-lock.js';
 import { prepareSchema } from './db/migrate.js';
 import { openDatabase } from './db/open.js';
 import { listenMetrics } from './plugins/metrics.js';
@@ -22,13 +23,15 @@ const EXIT_OK = 0;
  *
  * @param env the environment, `process.env` by default.
  * @returns the listening app, once it listens.
- * @throws {ConfigError} for a bad configuration; the database's or the schema's error
+ * @throws {ConfigError} for a bad configuration; {@link DataDirLockedError} when another
+ *   process holds the embedded database's DATA_DIR; the database's or the schema's error
  *   (`SchemaBehindError`) when it cannot be prepared; the listen error (port taken). The
  *   database is closed again in each case. Callers print it with {@link exitOnStartFailure}.
  */
 export async function serve(env: Readonly<Record<string, string | undefined>> = process.env): Promise<FastifyInstance> {
   const config = loadConfig(env);
-  const db = await openDatabase(config);
+  // On PGlite, this takes DATA_DIR's lock first: a second process is refused here (DataDirLockedError).
+  const db = await openDatabase(config, 'serve');
   let app: FastifyInstance | undefined;
   try {
     // Preparing the schema (mostly waiting for the database) and building the app (CPU: route
@@ -80,7 +83,8 @@ export async function serve(env: Readonly<Record<string, string | undefined>> = 
 
 /**
  * Prints why the service could not start to stderr and exits 1: a {@link ConfigError} as its
- * list of bad settings, anything else as `auth-service failed to start: <message>`.
+ * list of bad settings, anything else (a {@link DataDirLockedError} naming who holds DATA_DIR,
+ * for one) as `auth-service failed to start: <message>`, without a stack trace.
  */
 export function exitOnStartFailure(err: unknown): never {
   if (err instanceof ConfigError) process.stderr.write(`${err.message}\n`);

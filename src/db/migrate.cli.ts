@@ -40,6 +40,6 @@ export async function runMigrateCommand(argv: readonly string[], io: DatabaseCom
           : `Applied migrations ${applied.join(', ')}; schema is at version ${status.current}.\n`,
       );
       return EXIT_OK;
-    }, { requireCurrentSchema: false });
+    }, { requireCurrentSchema: false, command: 'migrate' });
   });
 }

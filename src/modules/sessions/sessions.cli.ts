@@ -61,7 +61,7 @@ async function revokeCommand(argv: readonly string[], io: DatabaseCommandIo): Pr
     securityEvent(log, 'session.revoked', { userId: user.id, reason: 'revoked_by_admin', count });
     io.stdout(`Revoked ${count} active session${count === 1 ? '' : 's'} of ${user.username} (${user.id}).\n`);
     return EXIT_OK;
-  });
+  }, { command: 'sessions revoke' });
 }
 
 /**
