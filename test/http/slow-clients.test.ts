@@ -5,7 +5,7 @@ import { HEADERS_TIMEOUT_MS, KEEP_ALIVE_TIMEOUT_MS, REQUEST_TIMEOUT_MS, TIMEOUT_
 import { createTestContext, type TestContext } from '../helpers/context.js';
 
 /**
- * Slow clients are cut off (docs/operations.md, "Timeouts"): a real listener on 127.0.0.1 and
+ * Slow clients are cut off (docs/decisions.md, "HTTP hardening"): a real listener on 127.0.0.1 and
  * raw sockets that send a request a byte at a time. Each case runs until the server closes the
  * connection; none sends more than a few hundred bytes.
  */

@@ -92,8 +92,8 @@ export interface SessionsService {
    * users cost the same argon2id verification as known ones. Two statements: the attempt's
    * rate-limit counts with the user lookup, then a device, a session (the refresh token family)
    * and its first refresh token with the counts taken back (one statement, on its own rather
-   * than in BEGIN/COMMIT, docs/decisions.md). Failed attempts count per identifier and per
-   * client IP (issue 3 point 1).
+   * than in BEGIN/COMMIT, docs/decisions.md). Failed attempts count per client, per identifier
+   * from that client and per account (docs/security.md §6).
    * @throws AppError `auth.invalid_credentials` (401), `auth.email_not_verified` (403, only
    *   after the password was right, so it reveals nothing to a guesser),
    *   `auth.sign_in.too_many_attempts` (429, Retry-After).
@@ -200,8 +200,8 @@ export function createSessionsService(deps: SessionsDeps): SessionsService {
   const countAccountFailure = (userId: string): Promise<unknown> => limiter.hit(rules.signInPerAccount, userId);
 
   /**
-   * Re-hashes a password whose stored argon2id parameters are below the configured ones (issue 3
-   * point 3; OWASP Password Storage Cheat Sheet: upgrade at the next login). Runs after the
+   * Re-hashes a password whose stored argon2id parameters are below the configured ones (OWASP
+   * Password Storage Cheat Sheet: upgrade at the next login). Runs after the
    * sign-in answered, so the sign-in does not pay for a second hash; a parallel change wins.
    */
   const upgradeHashInBackground = (userId: string, expectedHash: string, password: string): void => {
@@ -249,7 +249,7 @@ export function createSessionsService(deps: SessionsDeps): SessionsService {
         throw new AppError('auth.invalid_credentials');
       }
       if (user.email !== null && !user.is_email_verified) {
-        // The password was right: its attempt does not count (issue 3 point 1).
+        // The password was right: its attempt does not count (docs/security.md §6).
         await limiter.forgiveKeys(rateLimitKeys);
         securityEvent(log, 'sign_in.failed', { userId: user.id, ip: client.ip, reason: 'email_not_verified' });
         metrics.signIn('unverified');
