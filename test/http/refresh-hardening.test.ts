@@ -113,4 +113,15 @@ describe('the last second of a session', () => {
     expectInvalid(last);
     expect(setCookies(last)).toEqual([]);
   });
+
+  it('a grace replay in the last second is 401 auth.invalid_refresh_token too, not reuse: the session stays unrevoked', async () => {
+    const s = await newFamily();
+    grace.clock.advance(SESSION_TTL - 1.5);
+    const rotated = await refresh(grace, s.refreshToken);
+    expect(rotated.statusCode, rotated.body).toBe(200);
+    expect(refreshCookieOf(rotated).attributes['max-age']).toBe('1');
+    grace.clock.advance(0.7);
+    expectInvalid(await refresh(grace, s.refreshToken));
+    expect(await sessionRevokedAt(s.sessionId)).toBeNull();
+  });
 });

@@ -14,7 +14,7 @@ import { securityEvent } from '../audit/security-events.js';
 import type { RateLimitRules } from '../rate-limits/rate-limits.rules.js';
 import type { RateLimiter, RateLimitVerdict } from '../rate-limits/rate-limits.service.js';
 import { clientNetwork } from '../rate-limits/client-network.js';
-import { liveTokenWithinGrace, successorCiphertextFor } from './refresh-grace.js';
+import { isWithinGraceWindow, liveTokenWithinGrace, successorCiphertextFor } from './refresh-grace.js';
 import {
   hasCookieLifetimeLeft,
   insertRefreshToken,
@@ -338,6 +338,10 @@ export function createSessionsService(deps: SessionsDeps): SessionsService {
         if (token === undefined) return { kind: 'invalid' } as const;
         const family = { sessionId: token.session_id, userId: token.user_id };
         if (token.rotated_at !== null) {
+          // Within its grace window in the session's last second: the replay could only hand out
+          // a cookie with Max-Age=0, and two tabs racing is no reuse. Invalid, like any refresh there.
+          const lastSecond = token.session_revoked_at === null && token.session_expires_at > now && !hasCookieLifetimeLeft(token.session_expires_at, now);
+          if (lastSecond && isWithinGraceWindow(token.rotated_at, now, refreshReuseGraceSeconds)) return { kind: 'invalid' } as const;
           // decisions.md §5 grace window: the live token's immediate parent, shortly after its
           // rotation, gets that same live token back. Everything else rotated is reuse.
           const live = await liveTokenWithinGrace(tx, token, presented, { graceSeconds: refreshReuseGraceSeconds, now });
