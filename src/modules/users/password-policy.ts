@@ -7,12 +7,37 @@ import type { MatchExtended, ZxcvbnFactory, ZxcvbnResult } from '@zxcvbn-ts/core
 export const SERVICE_NAME = 'auth-service';
 
 /**
- * Lowest accepted zxcvbn score. Score 3 means an estimated 10^8 guesses or more ("safely
- * unguessable: moderate protection from an offline slow-hash scenario"), far beyond what the
- * sign-in rate limits let an online attacker try; score 2 (10^6 to 10^8) admits
- * `correcthorse` and `auth-service2024!`.
+ * Share of the password (in UTF-16 code units, as zxcvbn counts) that zxcvbn's patterns must
+ * cover for a password under {@link PATTERN_MIN_GUESSES} to be refused: at least half, i.e.
+ * the password is mostly words, names, keyboard walks, repeats, sequences or dates rather than
+ * random characters. Measured (bench/password-policy.mjs, docs/security.md §5): it refuses
+ * about 1 in 1,000 random printable 8-character passwords (9 to 11 of 10,000, for an
+ * incidental 4-character l33t word, repeat or sequence), at most 1 in 10,000 of 9 characters
+ * and none longer. A common word with a year and a symbol is covered well beyond half
+ * (`dragon2024!` 10 of 11, `pass2024!` 8 of 9); with only zxcvbn's own reading, in which
+ * `2024!` is five random characters, `dragon2024!` would be 6 of 11 and `pass2024!` 4 of 9
+ * ({@link patternsOf}).
  */
-const MIN_ZXCVBN_SCORE = 3;
+const PATTERN_SHARE = 0.5;
+
+/**
+ * Guesses zxcvbn must estimate for a password that is mostly patterns ({@link PATTERN_SHARE}):
+ * 10^8, zxcvbn's score-3 line ("safely unguessable: moderate protection from an offline
+ * slow-hash scenario"), the threshold this policy applied to every password before. Patterns
+ * are what zxcvbn models well (a word's rank, a walk's turns, a date's range), so for them its
+ * estimate is the attacker's cost: `correcthorse` (10^6.4), `mondaytuesday` (10^6.6) and
+ * `dragon2024!` (10^7) stay refused, `correct horse battery staple` (10^19.7) passes.
+ *
+ * Passwords mostly of random characters get no guess threshold. zxcvbn prices a random
+ * character at 10 guesses (its brute-force cardinality; printable ASCII has 95), so it puts no
+ * 8-character password above 10^8 and scored every one below 3: that made the contract's
+ * 8-character minimum unreachable. A floor for them would refuse nothing either: with less
+ * than half of an n-character password in patterns, at least floor(n/2) + 1 characters are
+ * brute force, 10^(floor(n/2) + 1) guesses, times at least 50 for a multi-character match and
+ * 2 for the order of the two parts: 10^7 at 8 and 9 characters, 10^8 at 10 and 11, and so on
+ * (measured minimum 10^7.0). A floor at score 2 (10^6) or at 10^7 would never fire.
+ */
+const PATTERN_MIN_GUESSES = 1e8;
 
 /**
  * A single match from the common-password list that spans at least this share of the password
@@ -40,10 +65,23 @@ const L33T_MAX_SUBSTITUTIONS = 20;
 const COMMON_PASSWORDS = 'passwords-common';
 const USER_INPUTS = 'userInputs';
 
+/**
+ * A kind of guessable part that zxcvbn finds, named by the rule that refuses a password made
+ * mostly of it: common words (including diceware words and common passwords that do not
+ * span {@link COMMON_PASSWORD_SHARE}), such words in l33t or reversed, parts of the context
+ * words, keyboard walks, repeats, sequences (of characters or of words such as `onetwothree`),
+ * dates and years.
+ */
+export type PatternKind = 'words' | 'l33t' | 'reversed' | 'user_inputs' | 'keyboard' | 'repeat' | 'sequence' | 'date';
+
 /** Why a password was refused; `reason` is a public message (it never repeats the password). */
 export interface PasswordPolicyViolation {
-  /** Which rule refused it: a context word, the common-password list, or the guess estimate. */
-  readonly rule: 'username' | 'email' | 'service_name' | 'common' | 'guessable';
+  /**
+   * Which rule refused it: a context word, the common-password list, or, for a password mostly
+   * made of patterns, the kind of pattern that covers most of it (`guessable` if zxcvbn reports
+   * a kind this module does not know).
+   */
+  readonly rule: 'username' | 'email' | 'service_name' | 'common' | PatternKind | 'guessable';
   readonly reason: string;
 }
 
@@ -64,17 +102,20 @@ const REASONS = {
   common: 'password is too common: it is on lists of frequently used passwords.',
 } as const;
 
-/** How each kind of guessable part is named in the "too easy to guess" message. */
-const PATTERN_NAMES: Record<string, string> = {
-  dictionary: 'common words or passwords',
-  userInputs: 'the username, email address or service name',
-  spatial: 'keyboard patterns',
+/** How each kind of pattern is named in the "too easy to guess" message. */
+const PATTERN_NAMES: Record<PatternKind, string> = {
+  words: 'common words or passwords',
+  l33t: 'common words with letters swapped for look-alike digits or symbols',
+  reversed: 'common words written backwards',
+  user_inputs: 'parts of your username, your email address or the name of the service',
+  keyboard: 'a keyboard pattern',
   repeat: 'repeated characters',
-  sequence: 'sequences such as abc or 123',
-  wordSequence: 'series such as days, months or numbers',
-  date: 'dates',
-  regex: 'years',
+  sequence: 'a sequence of letters, digits or words in order',
+  date: 'a date or a year',
 };
+
+/** The advice every "too easy to guess" message ends with (NIST SP 800-63B-4 §3.1.1.2: say why, help choose). */
+const GUESSABLE_ADVICE = 'Add more words or random characters.';
 
 let zxcvbn: Promise<ZxcvbnFactory> | undefined;
 
@@ -150,21 +191,75 @@ function isDictionaryMatch(match: MatchExtended): match is MatchExtended & { dic
   return match.pattern === 'dictionary';
 }
 
-/** The "too easy to guess" message, naming the kinds of guessable parts zxcvbn found. */
-function guessableReason(result: ZxcvbnResult): string {
-  const parts = new Set<string>();
-  for (const match of result.sequence) {
-    const key = isDictionaryMatch(match) && match.dictionaryName === USER_INPUTS ? USER_INPUTS : match.pattern;
-    const name = PATTERN_NAMES[key];
-    if (name !== undefined) parts.add(name);
+/**
+ * The kind of pattern a zxcvbn match is; undefined for brute force (random characters) and for
+ * separators (the single character between the words of a passphrase), which name nothing.
+ */
+function patternKind(match: MatchExtended): PatternKind | 'unknown' | undefined {
+  switch (match.pattern) {
+    case 'bruteforce':
+    case 'separator':
+      return undefined;
+    case 'dictionary':
+      if (isDictionaryMatch(match) && match.dictionaryName === USER_INPUTS) return 'user_inputs';
+      if (match['l33t'] === true) return 'l33t';
+      if (match['reversed'] === true) return 'reversed';
+      return 'words';
+    case 'spatial':
+      return 'keyboard';
+    case 'repeat':
+      return 'repeat';
+    case 'sequence':
+    case 'wordSequence':
+      return 'sequence';
+    case 'date':
+    case 'regex': // zxcvbn's only regex is recent years (1900 to 2029)
+      return 'date';
+    default:
+      return 'unknown';
   }
-  const made = parts.size === 0 ? 'it is too short for the characters it uses' : `it is made of ${[...parts].join(', ')}`;
-  return `password is too easy to guess: ${made}. A few unrelated words make a stronger password.`;
 }
 
 /**
- * Checks a password against the policy of NIST SP 800-63B-4 §3.1.1.2 (issue 3 point 3): no
- * composition rules; refused are passwords that
+ * The patterns of a password: the share of it they cover, and their kinds ordered by how much
+ * each covers (most first; equal ones in the order they occur).
+ *
+ * From zxcvbn's guess sequence, and inside each of its brute-force parts from a check of that
+ * part on its own (`recheck`): zxcvbn adds 10^4 guesses for every further part of a sequence,
+ * so it reads `pass2024!` as `pass` and five random characters (10^7 guesses) rather than
+ * `pass`, `2024` and `!` (10^8 and more); the year is a pattern all the same. Only called for
+ * estimates under {@link PATTERN_MIN_GUESSES}, whose brute-force parts are at most 7 characters
+ * (each costs 10 guesses in zxcvbn's model), so the extra checks are short ones.
+ */
+function patternsOf(result: ZxcvbnResult, length: number, recheck: (token: string) => ZxcvbnResult): { share: number; kinds: (PatternKind | 'unknown')[] } {
+  let covered = 0;
+  const byKind = new Map<PatternKind | 'unknown', number>();
+  const add = (match: MatchExtended): void => {
+    covered += match.token.length;
+    const kind = patternKind(match);
+    if (kind !== undefined) byKind.set(kind, (byKind.get(kind) ?? 0) + match.token.length);
+  };
+  for (const match of result.sequence) {
+    if (match.pattern !== 'bruteforce') add(match);
+    else for (const part of recheck(match.token).sequence) if (part.pattern !== 'bruteforce') add(part);
+  }
+  const kinds = [...byKind].sort((a, b) => b[1] - a[1]).map(([kind]) => kind);
+  return { share: covered / length, kinds };
+}
+
+/** The "too easy to guess" violation for a password mostly made of `kinds` (most covering first). */
+function guessable(kinds: readonly (PatternKind | 'unknown')[]): PasswordPolicyViolation {
+  const known = kinds.filter((k): k is PatternKind => k !== 'unknown');
+  if (known.length === 0) return { rule: 'guessable', reason: `password is too easy to guess. ${GUESSABLE_ADVICE}` };
+  const names = known.map((k) => PATTERN_NAMES[k]);
+  const list = names.length === 1 ? names[0]! : `${names.slice(0, -1).join(', ')} and ${names[names.length - 1]!}`;
+  return { rule: known[0]!, reason: `password is too easy to guess: it is mostly ${list}. ${GUESSABLE_ADVICE}` };
+}
+
+/**
+ * Checks a password against the policy of NIST SP 800-63B-4 §3.1.1.2: a blocklist of commonly
+ * used, expected or compromised values and of context-specific words, no composition rules and
+ * no strength meter. Refused are passwords that
  * 1. contain a context-specific word: the username, the email address's local part (and its
  *    mailbox name without a `+tag`) or the service name, compared after NFKC and lower-casing,
  *    also with separators dropped (`Alice.Smith` for `alice_smith`) and, through zxcvbn's
@@ -172,19 +267,27 @@ function guessableReason(result: ZxcvbnResult): string {
  * 2. are (mostly) a commonly used password: one match from the common-password list of
  *    @zxcvbn-ts/language-common, also l33t, reversed or capitalised, spans at least
  *    {@link COMMON_PASSWORD_SHARE} of the password (`password123`, `qwertyuiop`, `iloveyou!`);
- * 3. are easy to guess: zxcvbn (common passwords, diceware words, keyboard patterns, repeats,
- *    sequences, dates, with the context words as user inputs) estimates fewer than 10^8 guesses
- *    (score below {@link MIN_ZXCVBN_SCORE}).
- * Passphrases such as `correct horse battery staple` and random 12-character strings pass.
+ * 3. are mostly patterns and still easy to guess: zxcvbn estimates fewer than
+ *    {@link PATTERN_MIN_GUESSES} guesses and its non-brute-force matches (common and diceware
+ *    words, l33t and reversed words, parts of the context words, keyboard walks, repeats,
+ *    sequences, dates and years), also those inside its brute-force parts checked on their own,
+ *    cover at least {@link PATTERN_SHARE} of the password (`correcthorse`, `poiuytre`,
+ *    `aaaaaaaa`, `abcdefgh`, `19901231`, `dragon2024!`, `pass2024!`); the message names the
+ *    kinds of pattern, the most covering first, and the rule is that kind.
+ * Random passwords of 8 characters and more pass (`Qz7#mK2$`; 99.9 % of random printable
+ * 8-character ones, docs/security.md §5), as do passphrases such as `correct horse battery staple`.
  *
  * Length (8 to 72 code points) is not checked here; `normalizePassword` does that first.
- * CPU only, on the calling thread: about 1 ms for a typical password, a median of about 25 ms
- * for 72 random characters (up to ~90 ms on a busy machine); asynchronous only because the first
- * call loads zxcvbn and builds its dictionaries (~100 ms, {@link passwordEstimator}).
+ * CPU only, on the calling thread: about 1 ms for a typical password, a median of 8 to 25 ms
+ * for 72 random characters depending on the machine (up to ~90 ms on a busy one); rule 3 adds a
+ * walk over zxcvbn's few matches and, under 10^8 guesses only, a check of each brute-force part
+ * (at most 7 characters there). Asynchronous only because the first call loads zxcvbn and builds
+ * its dictionaries (~100 ms, {@link passwordEstimator}).
  *
  * @param password the password as it will be hashed (NFKC-normalised; normalised again here).
  * @param context the account's username and email (normalised) and the service name.
- * @returns undefined when the password is acceptable, else the rule and a public reason.
+ * @returns undefined when the password is acceptable, else the rule and a public reason that
+ *   says which rule in plain words and never repeats the password.
  */
 export async function checkPassword(password: string, context: PasswordContext): Promise<PasswordPolicyViolation | undefined> {
   const folded = fold(password);
@@ -197,7 +300,9 @@ export async function checkPassword(password: string, context: PasswordContext):
   }
 
   const normalized = password.normalize('NFKC');
-  const result = (await passwordEstimator()).check(normalized, userInputs(words));
+  const estimator = await passwordEstimator();
+  const inputs = userInputs(words);
+  const result = estimator.check(normalized, inputs);
   const dictionaryMatches = result.sequence.filter(isDictionaryMatch);
   for (const match of dictionaryMatches) {
     if (match.dictionaryName !== USER_INPUTS) continue;
@@ -206,6 +311,8 @@ export async function checkPassword(password: string, context: PasswordContext):
   }
   const commonShare = Math.max(0, ...dictionaryMatches.filter((m) => m.dictionaryName === COMMON_PASSWORDS).map((m) => m.token.length / normalized.length));
   if (commonShare >= COMMON_PASSWORD_SHARE) return { rule: 'common', reason: REASONS.common };
-  if (result.score < MIN_ZXCVBN_SCORE) return { rule: 'guessable', reason: guessableReason(result) };
+  if (result.guesses >= PATTERN_MIN_GUESSES) return undefined;
+  const patterns = patternsOf(result, normalized.length, (token) => estimator.check(token, inputs));
+  if (patterns.share >= PATTERN_SHARE) return guessable(patterns.kinds);
   return undefined;
 }
