@@ -5,9 +5,9 @@ import { createTestContext, type TestContext } from '../helpers/context.js';
 import { createVerifiedUser, refresh, refreshCookieOf, setCookies, signIn } from '../helpers/flows.js';
 
 /**
- * Refresh edge cases (docs/api.md, refresh): only the canonical spelling of a token is accepted,
- * a sealed successor does not outlive its use, and the last second of a session sends no cookie
- * that a browser would drop at once.
+ * Refresh edge cases (docs/decisions.md, "Sessions and rotation"): only the canonical spelling
+ * of a token is accepted, a sealed successor does not outlive its use, and the last second of a
+ * session sends no cookie that a browser would drop at once.
  */
 
 /** The base64url alphabet (RFC 4648 §5), in index order. */

@@ -1,5 +1,8 @@
 import { isIPv4, isIPv6 } from 'node:net';
 
+/** The one client every request without a known address counts as. */
+export const UNKNOWN_CLIENT = 'unknown';
+
 /**
  * The client a per-IP rate limit counts, named by the network a single client controls rather
  * than by its exact address (docs/security.md, rate limits):
@@ -15,7 +18,7 @@ import { isIPv4, isIPv6 } from 'node:net';
  * @returns a stable text naming the client's network; the rate limiter stores only its HMAC.
  */
 export function clientNetwork(ip: string | null): string {
-  if (ip === null) return 'unknown';
+  if (ip === null) return UNKNOWN_CLIENT;
   if (isIPv4(ip)) return ip;
   // A zone index (`fe80::1%eth0`) names an interface of this host, not part of the address.
   const address = ip.split('%', 1)[0]!;

@@ -5,7 +5,7 @@ import type { RateLimitRule } from './rate-limits.service.js';
 export const FAILURE_WINDOW_SECONDS = 15 * 60;
 /** Window of the limits counted per hour: sign-ups and resends per client, failed sign-ins per account (NIST SP 800-63B-4 §3.2.2 counts per account). */
 export const HOUR_WINDOW_SECONDS = 60 * 60;
-/** One resend per address per 60 s (docs/api.md, resend); not configurable. */
+/** One resend per address per 60 s (docs/decisions.md, "Verification codes"); not configurable. */
 export const RESEND_WINDOW_SECONDS = 60;
 
 /** Every rate limit of the service, built once from the settings. */

@@ -150,8 +150,8 @@ export function createSessionsService(deps: SessionsDeps): SessionsService {
    * failures from elsewhere never lock its owner out; the account's own limit
    * (`signInPerAccount`, failures counted by {@link countAccountFailure}) bounds what many
    * clients together can try.
-   * @returns `user`: the one user every given identifier names, or undefined (docs/api.md,
-   *   sign-in); `rateLimitKeys`: the counted keys, to take them back.
+   * @returns `user`: the one user every given identifier names, or undefined (docs/decisions.md,
+   *   "Identifiers and passwords"); `rateLimitKeys`: the counted keys, to take them back.
    * @throws AppError `auth.sign_in.too_many_attempts` (429) with Retry-After, before any
    *   password is hashed: the client or an identifier from it is over its limit, or the account
    *   has had its most failures this hour.

@@ -8,6 +8,7 @@ import type { FastifyBaseLogger } from 'fastify';
 import { securityEvent } from '../audit/security-events.js';
 import type { RateLimitRules } from '../rate-limits/rate-limits.rules.js';
 import type { RateLimiter } from '../rate-limits/rate-limits.service.js';
+import { UNKNOWN_CLIENT } from '../rate-limits/client-network.js';
 import { findUserByEmail, findUserById, markEmailVerified, type UserRow } from '../users/users.repo.js';
 import { consumeCode, lockLiveCode, recordWrongAttempt, replaceCode } from './verification.repo.js';
 
@@ -62,7 +63,7 @@ export interface VerificationService {
    * @throws AppError `auth.resend_verification.too_many_attempts` (429, Retry-After) when the
    *   client is over RATE_LIMIT_RESEND_PER_IP resends this hour (counted first, so such a client
    *   does not also use up the address's resend), or on a second resend for the address within
-   *   60 s (docs/api.md, resend), known or not.
+   *   60 s (docs/decisions.md, "Rate limits"), known or not.
    */
   resend(email: string, client: { ip: string | null }): Promise<void>;
 }
@@ -96,7 +97,7 @@ export function createVerificationService(deps: VerificationDeps): VerificationS
       const user = await findUserByEmail(db, email);
       if (user === undefined) throw new AppError('auth.verify_email.user_not_found');
       if (user.is_email_verified) return;
-      const verdict = await limiter.hit(rules.verifyPerIp, client.ip ?? 'unknown');
+      const verdict = await limiter.hit(rules.verifyPerIp, client.ip ?? UNKNOWN_CLIENT);
       if (!verdict.allowed) {
         securityEvent(log, 'verify_email.rate_limited', { userId: user.id, ip: client.ip });
         throw new AppError('auth.verify_email.rate_limited', { headers: { 'retry-after': String(verdict.retryAfterSeconds) } });
@@ -119,7 +120,7 @@ export function createVerificationService(deps: VerificationDeps): VerificationS
         return 'verified';
       });
       if (outcome !== 'verified') throw new AppError(outcome);
-      await limiter.forgive(rules.verifyPerIp, client.ip ?? 'unknown');
+      await limiter.forgive(rules.verifyPerIp, client.ip ?? UNKNOWN_CLIENT);
     },
 
     async resend(email, client) {
