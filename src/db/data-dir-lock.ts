@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { closeSync, fsyncSync, linkSync, mkdirSync, openSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeSync } from 'node:fs';
+import { closeSync, fsyncSync, linkSync, mkdirSync, openSync, readdirSync, readFileSync, renameSync, rmSync, statSync, utimesSync, writeSync } from 'node:fs';
 import { hostname } from 'node:os';
 import path from 'node:path';
 
@@ -33,6 +33,18 @@ const TEMPORARY_SUFFIX_BYTES = 6;
 const TOKEN_BYTES = 16;
 
 const MS_PER_SECOND = 1_000;
+/**
+ * How often a holder touches its lock file (mtime). The heartbeat is what a process on another
+ * host can check: a container recreated after a crash gets a new hostname, so without it a
+ * lock left by SIGKILL there would be refused for good.
+ */
+export const LOCK_HEARTBEAT_MS = 10_000;
+/**
+ * A lock written on another host whose heartbeat is older than this is stale: six missed
+ * heartbeats, far beyond an event-loop stall; hosts sharing a directory need clocks within
+ * that margin (they do with NTP).
+ */
+export const FOREIGN_LOCK_STALE_MS = 60_000;
 
 /** Errors of link(2) on a filesystem without hard links (some FUSE and SMB mounts, FAT). */
 const LINK_UNSUPPORTED = new Set(['EPERM', 'ENOTSUP', 'EOPNOTSUPP', 'ENOSYS']);
@@ -99,7 +111,7 @@ function lockedMessage(dataDir: string, reason: LockedReason, owner: LockOwner |
     case 'held':
       return `DATA_DIR ${dataDir} is in use by ${holder}. ${advice}`;
     case 'foreign-host':
-      return `DATA_DIR ${dataDir} is locked by ${holder} on host "${owner?.hostname}", which cannot be checked from this host. ${advice} If no process on that host uses it any more, delete ${file}.`;
+      return `DATA_DIR ${dataDir} is locked by ${holder} on host "${owner?.hostname}", which cannot be checked from this host; its heartbeat is less than ${FOREIGN_LOCK_STALE_MS / MS_PER_SECOND} s old. ${advice} A lock whose heartbeat stops is taken over after ${FOREIGN_LOCK_STALE_MS / MS_PER_SECOND} s.`;
     case 'unreadable':
       return `DATA_DIR ${dataDir} has a lock file that is not one this service wrote (${file}). If no process uses the directory, delete that file.`;
     case 'contended':
@@ -143,7 +155,8 @@ const heldHere = new Set<string>();
  * @param command what this process runs, shown to a process that is refused (`serve`, `migrate`, ...).
  * @returns the holding, to release on close.
  * @throws {DataDirLockedError} when a live process holds the lock (this process included, for a
- *   second open), when the holder is on another host, when the lock file is unreadable, or
+ *   second open), when the holder is on another host and its heartbeat (the file's mtime,
+ *   touched every {@link LOCK_HEARTBEAT_MS}) is younger than {@link FOREIGN_LOCK_STALE_MS}, when the lock file is unreadable, or
  *   when it keeps changing. A filesystem error (permissions, read-only) as thrown by node:fs.
  */
 export function lockDataDir(dataDir: string, command: string): DataDirLock {
@@ -155,7 +168,7 @@ export function lockDataDir(dataDir: string, command: string): DataDirLock {
     const current = readLock(file);
     if (current === 'missing') continue; // released meanwhile: try again
     if (current === 'unreadable') throw new DataDirLockedError(dataDir, 'unreadable', undefined, file);
-    const state = ownerState(current);
+    const state = ownerState(current, file);
     if (state === 'alive') throw new DataDirLockedError(dataDir, 'held', current);
     if (state === 'foreign-host') throw new DataDirLockedError(dataDir, 'foreign-host', current);
     if (takeOver(dataDir, file, current, me)) return holding(file, me);
@@ -183,7 +196,7 @@ function takeOver(dataDir: string, file: string, stale: LockOwner, me: LockOwner
     if (claimant === 'missing') return false; // the takeover finished meanwhile
     // Torn only where hard links are unsupported, by a claimant that died mid-write or writes now.
     if (claimant === 'unreadable') throw new DataDirLockedError(dataDir, 'unreadable', undefined, claim);
-    const state = ownerState(claimant);
+    const state = ownerState(claimant, claim);
     if (state !== 'dead') {
       // A live claim on a lock file that no longer holds `stale` is a late taker's, about to give
       // up: the owner to report is the one in the lock file now.
@@ -214,8 +227,18 @@ function holds(file: string, owner: LockOwner): boolean {
 /** Registers `me` as held here and returns its holding, released on 'exit' too. */
 function holding(file: string, me: LockOwner): DataDirLock {
   heldHere.add(me.token);
+  const heartbeat = setInterval(() => {
+    try {
+      const now = new Date();
+      if (holds(file, me)) utimesSync(file, now, now);
+    } catch {
+      // A missed heartbeat only matters to another host, and only after FOREIGN_LOCK_STALE_MS.
+    }
+  }, LOCK_HEARTBEAT_MS);
+  heartbeat.unref();
   const release = (): void => {
     if (!heldHere.delete(me.token)) return;
+    clearInterval(heartbeat);
     process.removeListener('exit', release);
     try {
       if (holds(file, me)) rmSync(file, { force: true });
@@ -242,11 +265,13 @@ function ownerRecord(command: string): LockOwner {
 }
 
 /**
- * Whether `owner` still runs: 'alive', 'dead', or 'foreign-host' (another host's process, which
- * this host cannot see). Off Linux, without start times, a live pid counts as alive.
+ * Whether `owner`, read from `file`, still runs: 'alive', 'dead', or 'foreign-host' (another
+ * host's process, which this host cannot see: alive while its heartbeat, the file's mtime, is
+ * younger than {@link FOREIGN_LOCK_STALE_MS}). Off Linux, without start times, a live pid counts
+ * as alive.
  */
-function ownerState(owner: LockOwner): 'alive' | 'dead' | 'foreign-host' {
-  if (owner.hostname !== hostname()) return 'foreign-host';
+function ownerState(owner: LockOwner, file: string): 'alive' | 'dead' | 'foreign-host' {
+  if (owner.hostname !== hostname()) return heartbeatAgeMs(file) > FOREIGN_LOCK_STALE_MS ? 'dead' : 'foreign-host';
   const boot = bootId();
   if (owner.bootId !== null && boot !== undefined && owner.bootId !== boot) return 'dead';
   if (owner.pid === process.pid) return heldHere.has(owner.token) ? 'alive' : 'dead';
@@ -255,6 +280,15 @@ function ownerState(owner: LockOwner): 'alive' | 'dead' | 'foreign-host' {
   // Without a start time to compare (off Linux, or /proc hidden), a live pid counts as the owner.
   if (started === undefined) return pidExists(owner.pid) ? 'alive' : 'dead';
   return started === owner.startTime ? 'alive' : 'dead';
+}
+
+/** Milliseconds since `file` was last touched (its holder's heartbeat); infinite when it is gone. */
+function heartbeatAgeMs(file: string): number {
+  try {
+    return Date.now() - statSync(file).mtimeMs;
+  } catch {
+    return Number.POSITIVE_INFINITY;
+  }
 }
 
 /** Whether a process with this pid exists (kill(2) with signal 0; EPERM: it exists but is another user's). */

@@ -1,11 +1,11 @@
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, utimesSync, writeFileSync } from 'node:fs';
 import { hostname, tmpdir } from 'node:os';
 import path from 'node:path';
 import { buildSync } from 'esbuild';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config.js';
-import { DATA_DIR_LOCK_FILE, DataDirLockedError, lockDataDir, type LockOwner } from '../../src/db/data-dir-lock.js';
+import { DATA_DIR_LOCK_FILE, DataDirLockedError, FOREIGN_LOCK_STALE_MS, lockDataDir, type LockOwner } from '../../src/db/data-dir-lock.js';
 import { openDatabase } from '../../src/db/open.js';
 
 /**
@@ -229,13 +229,19 @@ describe.skipIf(process.env.TEST_DB === 'postgres')('DATA_DIR lock (lockDataDir)
     expect(() => lockDataDir(dir, 'serve')).toThrow(`is in use by pid ${live} ("serve")`);
   });
 
-  it('refuses a lock held on another host, and an unreadable lock file, saying which file to delete', () => {
+  it('refuses a lock held on another host while its heartbeat is fresh and takes it over once it stopped; refuses an unreadable lock file, saying which file to delete', () => {
     const foreign = freshDir();
     mkdirSync(foreign);
     const other: LockOwner = { pid: 1, startTime: '1', bootId: null, hostname: `not-${hostname()}`, command: 'serve', since: new Date(0).toISOString(), token: 'elsewhere' };
     writeFileSync(path.join(foreign, DATA_DIR_LOCK_FILE), JSON.stringify(other));
     expect(() => lockDataDir(foreign, 'serve')).toThrow(`on host "not-${hostname()}"`);
-    expect(() => lockDataDir(foreign, 'serve')).toThrow(`delete ${path.join(foreign, DATA_DIR_LOCK_FILE)}`);
+    expect(() => lockDataDir(foreign, 'serve')).toThrow(/heartbeat is less than 60 s old/);
+    // Its heartbeat stopped (a container killed and recreated under a new hostname): taken over.
+    const stopped = new Date(Date.now() - FOREIGN_LOCK_STALE_MS - 5_000);
+    utimesSync(path.join(foreign, DATA_DIR_LOCK_FILE), stopped, stopped);
+    const taken = lockDataDir(foreign, 'serve');
+    expect(JSON.parse(readFileSync(path.join(foreign, DATA_DIR_LOCK_FILE), 'utf8'))).toMatchObject({ hostname: hostname(), token: taken.owner.token });
+    taken.release();
 
     const garbled = freshDir();
     mkdirSync(garbled);
