@@ -3,11 +3,15 @@ import { AppError, ERROR_CATALOG, type ErrorCode } from '../errors.js';
 import './route-config.js';
 
 /**
- * Driver error codes that mean "the database cannot answer now" (answered 503, issue 4): socket
+ * Driver error codes that mean "the database cannot answer now" (answered 503, docs/reliability.md): socket
  * errors, SQLSTATE class 08 (connection exception), 57P01-03 (server shutting down or starting),
- * 57014 (statement cancelled by `statement_timeout`, src/db/pg.ts), 53300 (too many connections).
+ * 57014 (statement cancelled by `statement_timeout`, src/db/pg.ts), 53300 (too many connections),
+ * and class 40 (40001 serialization failure, 40P01 deadlock detected): the server rolled the
+ * transaction back whole, so nothing was written and the client may try again. The service's
+ * statements take their locks in one order so as never to deadlock (docs/decisions.md); should
+ * one still happen, it is a 503, never a 500.
  */
-const UNAVAILABLE_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', '57P01', '57P02', '57P03', '57014', '53300', '08000', '08001', '08003', '08004', '08006']);
+const UNAVAILABLE_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', '57P01', '57P02', '57P03', '57014', '53300', '08000', '08001', '08003', '08004', '08006', '40001', '40P01']);
 /** pg's own errors without a code: a dropped or timed-out connection, the client-side `query_timeout`, a pool already ended. */
 const UNAVAILABLE_MESSAGES = /Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error|Query read timeout|Client was closed and is not queryable|Cannot use a pool after calling end|PGlite is closed/i;
 

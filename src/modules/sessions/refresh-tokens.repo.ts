@@ -8,10 +8,11 @@ import type { Queryable } from '../../db/db.js';
  * (docs/decisions.md).
  */
 export const MIN_SESSION_LIFETIME_SECONDS = 1;
+const MS_PER_SECOND = 1000;
 
 /** Whether a session ending at `expiresAt` has {@link MIN_SESSION_LIFETIME_SECONDS} or more left at `now`. */
 export function hasCookieLifetimeLeft(expiresAt: Date, now: Date): boolean {
-  return expiresAt.getTime() - now.getTime() >= MIN_SESSION_LIFETIME_SECONDS * 1000;
+  return expiresAt.getTime() - now.getTime() >= MIN_SESSION_LIFETIME_SECONDS * MS_PER_SECOND;
 }
 
 /** A refresh token row locked for rotation, with the state of its family (session). */
@@ -72,9 +73,17 @@ export async function lockRefreshToken(q: Queryable, tokenHash: string): Promise
  * is reuse); erased, a database copy plus the parent token yields nothing. Skipped under the
  * strict rule (`$3` null), where rotations seal nothing; seals left from a time the window was on
  * are erased by the retention worker once their window has passed.
+ *
+ * The parent's row is skipped when another transaction holds it (`SKIP LOCKED`): a grace replay
+ * of the parent locks that row before the session's, the opposite order of a rotation, so
+ * waiting for it could deadlock. A seal skipped so opens to a rotated token only, and the
+ * retention worker erases it once its window has passed.
  */
 const ERASE_PARENT_SEAL_SQL = `UPDATE refresh_tokens p SET successor_ciphertext = NULL
-         FROM rotated WHERE $3::text IS NOT NULL AND p.id = rotated.parent_id AND p.successor_ciphertext IS NOT NULL`;
+        WHERE p.id = ANY(ARRAY(
+          SELECT q.id FROM refresh_tokens q JOIN rotated ON q.id = rotated.parent_id
+           WHERE $3::text IS NOT NULL AND q.successor_ciphertext IS NOT NULL
+             FOR UPDATE OF q SKIP LOCKED))`;
 
 /** The family of a token rotated by {@link rotateLiveRefreshToken}. */
 export interface RotatedRefreshToken {
