@@ -1,5 +1,6 @@
 import type { LightMyRequestResponse } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { cancelExpiredEmails } from '../../src/modules/mail/outbox.repo.js';
 import { createTestContext, type TestContext } from '../helpers/context.js';
 import { createVerifiedUser, latestCode, PASSWORD, signIn, signUp, uniqueName } from '../helpers/flows.js';
 
@@ -166,6 +167,29 @@ describe('a superseded code is never sent after the newer one', () => {
       expect((await rows()).rows.map((r) => [r.status, r.has_code])).toEqual([
         ['cancelled', false],
         ['dead', false],
+        ['pending', true],
+      ]);
+      // A row being sent at that moment (leased) finishes its attempt; should it fail, it is not
+      // retried after the newer email: it expired at the resend, and the worker cancels it.
+      const now = () => paused.clock.now();
+      await paused.db.query(`UPDATE email_outbox SET lease_owner = 'w', lease_expires_at = $2 WHERE recipient = $1 AND status = 'pending'`, [
+        email,
+        new Date(now().getTime() + 120_000),
+      ]);
+      paused.clock.advance(61);
+      expect((await paused.app.inject({ method: 'POST', url: '/auth/v0/verify-email/resend', payload: { email } })).statusCode).toBe(204);
+      const leased = await paused.db.query<{ status: string; has_code: boolean; expired: boolean }>(
+        `SELECT status, payload ? 'code' AS has_code, expires_at <= $2 AS expired FROM email_outbox WHERE recipient = $1 AND lease_owner = 'w'`,
+        [email, now()],
+      );
+      expect(leased.rows).toEqual([{ status: 'pending', has_code: true, expired: true }]);
+      // The attempt fails: the lease ends and the row is pending again; the next round cancels it.
+      await paused.db.query(`UPDATE email_outbox SET lease_owner = NULL, lease_expires_at = NULL WHERE recipient = $1 AND lease_owner = 'w'`, [email]);
+      expect(await cancelExpiredEmails(paused.db, now())).toBe(1);
+      expect((await rows()).rows.map((r) => [r.status, r.has_code])).toEqual([
+        ['cancelled', false],
+        ['dead', false],
+        ['cancelled', false],
         ['pending', true],
       ]);
     } finally {

@@ -122,18 +122,22 @@ export async function cancelExpiredEmails(q: Queryable, now: Date): Promise<numb
 /**
  * Cancels the pending emails of `kind` to `recipient` (their content was superseded, for
  * example by a newer verification code) and drops the code of dead ones, so `outbox retry`
- * cannot send it either. A row leased right now is being sent and is left to its worker. Finds
- * the rows through the partial index of pending rows (`email_outbox_due_idx`) and, for dead
- * ones, `recipient`'s rows among the dead.
- * @returns how many pending rows were cancelled.
+ * cannot send it either. A row leased right now is being sent: its attempt goes on, but it is
+ * made to expire now, so that if the attempt fails, or its worker dies, the row is cancelled
+ * (`cancelExpiredEmails`, and the worker's check before each send) instead of being retried
+ * after the newer email. Finds the rows through `email_outbox_recipient_idx` (pending and dead
+ * rows by recipient).
+ * @returns how many rows changed.
  */
 export async function cancelPendingEmails(q: Queryable, c: { kind: string; recipient: string; reason: string; now: Date }): Promise<number> {
+  const leased = 'lease_expires_at IS NOT NULL AND lease_expires_at > $4';
   const { rowCount } = await q.query(
-    `UPDATE email_outbox SET status = CASE WHEN status = 'pending' THEN 'cancelled' ELSE status END,
-            last_error = CASE WHEN status = 'pending' THEN $3 ELSE last_error END,
-            payload = payload - 'code'
-      WHERE kind = $1 AND recipient = $2
-        AND ((status = 'pending' AND (lease_expires_at IS NULL OR lease_expires_at <= $4)) OR (status = 'dead' AND payload ? 'code'))`,
+    `UPDATE email_outbox
+        SET status = CASE WHEN status = 'pending' AND NOT (${leased}) THEN 'cancelled' ELSE status END,
+            last_error = CASE WHEN status = 'pending' AND NOT (${leased}) THEN $3 ELSE last_error END,
+            payload = CASE WHEN status = 'pending' AND ${leased} THEN payload ELSE payload - 'code' END,
+            expires_at = CASE WHEN status = 'pending' AND ${leased} THEN least(expires_at, $4) ELSE expires_at END
+      WHERE kind = $1 AND recipient = $2 AND (status = 'pending' OR (status = 'dead' AND payload ? 'code'))`,
     [c.kind, c.recipient, c.reason, c.now],
   );
   return rowCount;

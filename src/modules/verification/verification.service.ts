@@ -125,7 +125,7 @@ export function createVerificationService(deps: VerificationDeps): VerificationS
 
     async resend(email, client) {
       const { verdict } = await limiter.hitAll({
-        first: client.ip === null ? undefined : { rule: rules.resendPerIp, subject: client.ip },
+        first: { rule: rules.resendPerIp, subject: client.ip ?? UNKNOWN_CLIENT },
         rule: rules.resendPerAddress,
         subjects: [email],
       });
