@@ -66,11 +66,11 @@ export interface RetentionReport {
 export interface RetentionWorker {
   /** Starts the purges every {@link RETENTION_INTERVAL_MS} and the seal erasure every {@link SEAL_ERASE_INTERVAL_MS}. Idempotent. */
   start(): void;
-  /** Runs every purge once now (a run already in flight is waited for instead). A purge that fails is logged and the next one runs. */
+  /** Runs every purge once now (after the run in flight, if any). A purge that fails is logged and the next one runs. */
   runOnce(): Promise<RetentionReport>;
   /**
    * Erases every sealed successor whose rotation is older than the grace window now, in
-   * batches (a call already in flight is waited for instead).
+   * batches (after the erasure in flight, if any).
    * @returns how many seals were erased.
    * @throws the database's error.
    */
@@ -111,7 +111,7 @@ export function createRetentionWorker(deps: RetentionWorkerDeps): RetentionWorke
   let eraseTimer: NodeJS.Timeout | undefined;
   let purging: Promise<RetentionReport> | undefined;
   let erasing: Promise<number> | undefined;
-  /** The seal erasure failed last time: log the next failure not again, and the recovery once. */
+  /** True while the scheduled seal erasure keeps failing: only the first failure of an outage is logged, then the recovery. */
   let eraseFailing = false;
 
   /** Incremented by stop(): work started before ends after its current statement; work started after runs to its end. */
@@ -167,8 +167,10 @@ export function createRetentionWorker(deps: RetentionWorkerDeps): RetentionWorke
     return outcome.rows;
   };
 
+  // A call while a run is in flight waits for it and then runs afresh, with the clock's time at
+  // its own start (as the outbox worker's runOnce does).
   const runOnce = async (): Promise<RetentionReport> => {
-    if (purging !== undefined) return purging;
+    while (purging !== undefined) await purging.catch(() => undefined);
     purging = purgeAll();
     try {
       return await purging;
@@ -178,7 +180,7 @@ export function createRetentionWorker(deps: RetentionWorkerDeps): RetentionWorke
   };
 
   const eraseSealedSuccessors = async (): Promise<number> => {
-    if (erasing !== undefined) return erasing;
+    while (erasing !== undefined) await erasing.catch(() => undefined);
     erasing = eraseAll();
     try {
       return await erasing;
@@ -189,6 +191,7 @@ export function createRetentionWorker(deps: RetentionWorkerDeps): RetentionWorke
 
   const schedulePurge = (): void => {
     if (stopped) return;
+    clearTimeout(purgeTimer);
     purgeTimer = setTimeout(() => {
       runOnce()
         .catch((err: unknown) => log.warn({ err }, 'retention run failed'))
@@ -199,6 +202,7 @@ export function createRetentionWorker(deps: RetentionWorkerDeps): RetentionWorke
 
   const scheduleErase = (): void => {
     if (stopped) return;
+    clearTimeout(eraseTimer);
     eraseTimer = setTimeout(() => {
       eraseSealedSuccessors()
         .then((erased) => {
@@ -231,7 +235,9 @@ export function createRetentionWorker(deps: RetentionWorkerDeps): RetentionWorke
       clearTimeout(eraseTimer);
       purgeTimer = undefined;
       eraseTimer = undefined;
-      const inFlight = [purging, erasing].filter((p): p is Promise<never> => p !== undefined).map((p) => p.catch(() => undefined));
+      const inFlight: Promise<unknown>[] = [];
+      if (purging !== undefined) inFlight.push(purging.catch(() => undefined));
+      if (erasing !== undefined) inFlight.push(erasing.catch(() => undefined));
       if (inFlight.length === 0) return;
       let waited: NodeJS.Timeout | undefined;
       await Promise.race([Promise.all(inFlight), new Promise((resolve) => (waited = setTimeout(resolve, RETENTION_STOP_WAIT_MS)))]);
