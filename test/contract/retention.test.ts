@@ -309,6 +309,23 @@ describe('sealed successors of the refresh grace window', () => {
   });
 });
 
+describe('several instances', () => {
+  it('two workers purging one database at once delete every ended row exactly once, without an error', async () => {
+    await worker().runOnce();
+    const userId = await insertUser();
+    const sessions = await Promise.all(Array.from({ length: 30 }, () => insertSession({ userId, expiresAt: daysAgo(60), tokens: 2 })));
+    const codes = await Promise.all(Array.from({ length: 30 }, () => insertCode({ userId, expiresAt: daysAgo(9) })));
+    const emails = await Promise.all(Array.from({ length: 30 }, () => insertEmail({ status: 'sent', createdAt: daysAgo(10) })));
+    const small = { batchSize: 4, sessionBatchSize: 4, pauseMs: 0 };
+    const reports = await Promise.all([worker(small).runOnce(), worker(small).runOnce()]);
+    const sum = (key: 'sessions' | 'devices' | 'verificationCodes' | 'finishedEmails') => reports.reduce((n, r) => n + r[key], 0);
+    expect([sum('sessions'), sum('devices'), sum('verificationCodes'), sum('finishedEmails')]).toEqual([30, 30, 30, 30]);
+    for (const s of sessions) expect(await exists('sessions', s.id)).toBe(false);
+    for (const id of codes) expect(await exists('verification_codes', id)).toBe(false);
+    for (const id of emails) expect(await exists('email_outbox', id)).toBe(false);
+  });
+});
+
 describe('rate-limit windows', () => {
   it('the purge of ended windows works in batches', async () => {
     await purgeWindows(database.db, T0, 1_000_000);
