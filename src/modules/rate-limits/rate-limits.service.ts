@@ -166,7 +166,8 @@ export function createRateLimiter(deps: { db: Db; clock: Clock; hmacKey: Buffer;
       if (timer !== undefined) return;
       timer = setInterval(() => {
         const before = new Date(clock.now().getTime() - PURGE_AFTER_SECONDS * 1000);
-        purgeInBatches((limit) => purgeWindows(db, before, limit), { batchSize: PURGE_BATCH_SIZE, maxBatches: MAX_BATCHES_PER_RUN, pauseMs: BATCH_PAUSE_MS }).catch(
+        const stopping = (): boolean => timer === undefined; // stop() ends a run between two statements
+        purgeInBatches((limit) => purgeWindows(db, before, limit), { batchSize: PURGE_BATCH_SIZE, maxBatches: MAX_BATCHES_PER_RUN, pauseMs: BATCH_PAUSE_MS, stopping }).catch(
           (err: unknown) => log.warn({ err }, 'rate-limit purge failed'),
         );
       }, PURGE_INTERVAL_MS);
