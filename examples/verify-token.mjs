@@ -1,11 +1,11 @@
 #!/usr/bin/env node
-// Verifies an auth-service access token the way another service (a resource server) should:
+// Verifies an latchkey access token the way another service (a resource server) should:
 // with the public keys from the JWKS endpoint, pinned to RS256, checking issuer, audience,
 // expiry and the token type. See docs/integration.md.
 //
 // Usage:
 //   AUTH_JWKS_URL=https://auth.example.com/auth/v0/.well-known/jwks.json \
-//   AUTH_ISSUER=auth-service AUTH_AUDIENCE=auth-service \
+//   AUTH_ISSUER=latchkey AUTH_AUDIENCE=latchkey \
 //   node examples/verify-token.mjs <access token>        (or the token in ACCESS_TOKEN)
 //
 // Prints the verified claims as JSON and exits 0, or prints why the token is refused and exits 1
@@ -13,8 +13,8 @@
 import { createRemoteJWKSet, jwtVerify } from 'jose';
 
 const jwksUrl = process.env.AUTH_JWKS_URL;
-const issuer = process.env.AUTH_ISSUER ?? 'auth-service';
-const audience = process.env.AUTH_AUDIENCE ?? 'auth-service';
+const issuer = process.env.AUTH_ISSUER ?? 'latchkey';
+const audience = process.env.AUTH_AUDIENCE ?? 'latchkey';
 const token = process.argv[2] ?? process.env.ACCESS_TOKEN;
 
 if (jwksUrl === undefined || token === undefined) {

@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 // Bundles the service's two entry points (src/main.ts for `npm start`, src/cli.ts for the
-// `auth-service` command) with esbuild into dist/service/, the files production runs.
+// `latchkey` command) with esbuild into dist/service/, the files production runs.
 //
 // Why: on Node.js 20 a start spent about 0.45 s resolving, reading and compiling some 800
 // module files (TypeBox's about 200 of them, 0.1 s), and Node.js 20 has no compile cache. The
@@ -84,3 +84,6 @@ for (const file of outputFiles) {
 }
 // Files of an earlier build that this one no longer writes (a renamed entry point, say).
 for (const name of readdirSync(outdir)) if (!written.has(name)) rmSync(path.join(outdir, name), { recursive: true, force: true });
+
+// Last: the build is complete. scripts/ensure-build.mjs compares this stamp with the sources.
+writeFileSync(path.join(outdir, '..', '.build-stamp'), `${new Date().toISOString()}\n`);

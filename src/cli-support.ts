@@ -77,7 +77,7 @@ export async function runWithUsage(usage: string, io: CommandIo, body: () => Pro
  * Runs `fn` with the configured database (the service's own configuration: `loadConfig(io.env)`,
  * DATABASE_URL or the embedded database in DATA_DIR) and closes it afterwards. Refuses, with
  * exit 1, a bad configuration (every problem listed) and a schema that is behind the code (run
- * `auth-service migrate` first), so that a command never works on tables it does not know.
+ * `latchkey migrate` first), so that a command never works on tables it does not know.
  *
  * The embedded PGlite database admits one process at a time: its DATA_DIR is locked while the
  * command runs, and a command started while the service (or another command) holds it is
@@ -114,7 +114,7 @@ export async function withCommandDatabase(
   try {
     const status = (options.requireCurrentSchema ?? true) ? await schemaStatus(db) : undefined;
     if (status !== undefined && status.current < status.latest) {
-      io.stderr(`The database schema is at version ${status.current}, this version of the service needs ${status.latest}: run "auth-service migrate" first.\n`);
+      io.stderr(`The database schema is at version ${status.current}, this version of the service needs ${status.latest}: run "latchkey migrate" first.\n`);
       return EXIT_ERROR;
     }
     return await fn(db, { config, clock: io.clock ?? systemClock });

@@ -4,7 +4,7 @@ import { EXIT_ERROR, EXIT_OK, EXIT_USAGE, wantsHelp, type DatabaseCommandIo } fr
 // Each command's module is imported when the command runs, so `--help` and `keys generate` do
 // not load the web framework and the database drivers.
 
-const USAGE = `Usage: auth-service [command] [options]
+const USAGE = `Usage: latchkey [command] [options]
 
 Commands:
   serve                     start the service (the default when no command is given)
@@ -18,7 +18,7 @@ Every command reads the service's configuration from the environment (README, "C
 and takes --help. Exit codes: 0 success, 1 failure, 2 bad usage.
 `;
 
-const SERVE_USAGE = `Usage: auth-service serve
+const SERVE_USAGE = `Usage: latchkey serve
 
 Starts the service, as "npm start" does: configuration from the environment (README,
 "Configuration"), pending migrations applied unless MIGRATE_ON_START=false, listening on

@@ -173,8 +173,13 @@ const RETIRED_SETTINGS: Readonly<Record<string, string>> = {
     'replaced by RATE_LIMIT_VERIFY_PER_IP (a count per address let anyone block the owner\'s verification; each code still allows 5 tries)',
 };
 
-export const DEFAULT_JWT_ISSUER = 'auth-service';
-export const DEFAULT_JWT_AUDIENCE = 'auth-service';
+/**
+ * Default `iss` and `aud`: the service's name, so that tokens of a zero-configuration instance
+ * say where they come from. A deployment sets its public URL (`JWT_ISSUER`) and the name its
+ * resource servers expect (`JWT_AUDIENCE`), README "Configuration".
+ */
+export const DEFAULT_JWT_ISSUER = 'latchkey';
+export const DEFAULT_JWT_AUDIENCE = 'latchkey';
 
 /** Thrown by {@link loadConfig} with every bad setting listed, one per line. */
 export class ConfigError extends Error {

@@ -15,7 +15,7 @@ const EXIT_FAILURE = 1;
 const EXIT_OK = 0;
 
 /**
- * Starts the service, as `npm start` (`main.ts`) and `auth-service serve` (`cli.ts`) both do:
+ * Starts the service, as `npm start` (`main.ts`) and `latchkey serve` (`cli.ts`) both do:
  * configuration from `env`, the database, migrations (unless MIGRATE_ON_START=false, in which
  * case a schema that is behind stops the start, decisions.md §1), the app, then listen on
  * HOST:PORT. SIGTERM and SIGINT close the server, the outbox worker and the database, and exit
@@ -84,10 +84,10 @@ export async function serve(env: Readonly<Record<string, string | undefined>> = 
 /**
  * Prints why the service could not start to stderr and exits 1: a {@link ConfigError} as its
  * list of bad settings, anything else (a {@link DataDirLockedError} naming who holds DATA_DIR,
- * for one) as `auth-service failed to start: <message>`, without a stack trace.
+ * for one) as `latchkey failed to start: <message>`, without a stack trace.
  */
 export function exitOnStartFailure(err: unknown): never {
   if (err instanceof ConfigError) process.stderr.write(`${err.message}\n`);
-  else process.stderr.write(`auth-service failed to start: ${err instanceof Error ? err.message : String(err)}\n`);
+  else process.stderr.write(`latchkey failed to start: ${err instanceof Error ? err.message : String(err)}\n`);
   process.exit(EXIT_FAILURE);
 }

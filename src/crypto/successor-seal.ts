@@ -12,7 +12,11 @@ import { decodeCanonicalBase64url, REFRESH_TOKEN_BYTES } from './secrets.js';
  * The database holds only the SHA-256 of the parent, which does not give this key.
  */
 
-/** HKDF `info`: separates this key from every other use of the token bytes; versioned with the format. */
+/**
+ * HKDF `info`: separates this key from every other use of the token bytes; versioned with the
+ * format. It keeps the project's first name: another label would make the seals of rotations
+ * still in their grace window unreadable after an upgrade.
+ */
 const SUCCESSOR_KEY_INFO = 'auth-service refresh-token successor v1';
 /** AES-256 key length in bytes. */
 const KEY_BYTES = 32;

@@ -1,8 +1,8 @@
 import { EXIT_OK, parseCommandArgs, runWithUsage, wantsHelp, withCommandDatabase, type DatabaseCommandIo } from '../cli-support.js';
 import { migrate, schemaStatus } from './migrate.js';
 
-/** `auth-service migrate --help`. */
-export const MIGRATE_USAGE = `Usage: auth-service migrate
+/** `latchkey migrate --help`. */
+export const MIGRATE_USAGE = `Usage: latchkey migrate
 
 Applies every pending database migration (forward-only SQL files in migrations/), under a
 PostgreSQL advisory lock so that several instances or deploy steps never migrate at once, and
@@ -16,7 +16,7 @@ Options:
 `;
 
 /**
- * `auth-service migrate` (decisions.md §1, spec §9 rule 3): applies pending migrations and
+ * `latchkey migrate` (decisions.md §1, spec §9 rule 3): applies pending migrations and
  * reports the schema version ("Schema is current (version N)." when nothing was pending).
  *
  * @param argv the arguments after `migrate`; only `--help` is accepted.

@@ -84,7 +84,7 @@ export class SchemaBehindError extends Error {
   constructor(readonly status: SchemaStatus) {
     super(
       `Database schema is at version ${status.current} but this version of the service needs ${status.latest}; ` +
-        'run "npm run migrate" (or "auth-service migrate") first, or unset MIGRATE_ON_START=false.',
+        'run "npm run migrate" (or "latchkey migrate") first, or unset MIGRATE_ON_START=false.',
     );
     this.name = 'SchemaBehindError';
   }

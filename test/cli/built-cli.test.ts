@@ -10,7 +10,7 @@ const execFileAsync = promisify(execFile);
 /** The package root (this file is test/cli/built-cli.test.ts). */
 const ROOT = path.resolve(import.meta.dirname, '..', '..');
 /** The file package.json "bin" names (the esbuild bundle of src/cli.ts, scripts/bundle.mjs). */
-const CLI = path.join(ROOT, (JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as { bin: Record<string, string> }).bin['auth-service']!);
+const CLI = path.join(ROOT, (JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as { bin: Record<string, string> }).bin['latchkey']!);
 /** `npm run build` (tsc and esbuild) takes about 15 s on the 2-core machine; leave room for a busy one. */
 const BUILD_TIMEOUT_MS = 180_000;
 /** How long `serve` may take to listen: PGlite start, migrations and key generation in a fresh DATA_DIR. */
@@ -40,7 +40,7 @@ describe.skipIf(process.env.TEST_DB === 'postgres')('the built CLI (package.json
   }, BUILD_TIMEOUT_MS);
   afterAll(() => rmSync(work, { recursive: true, force: true }));
 
-  it('is executable and starts with a node shebang (so `npx auth-service` and a global install run it)', () => {
+  it('is executable and starts with a node shebang (so `npx latchkey` and a global install run it)', () => {
     expect(readFileSync(CLI, 'utf8').split('\n')[0]).toBe('#!/usr/bin/env node');
     expect(statSync(CLI).mode & 0o111).toBe(0o111);
   });
@@ -54,12 +54,12 @@ describe.skipIf(process.env.TEST_DB === 'postgres')('the built CLI (package.json
   });
 
   it.each([
-    [['serve', '--help'], 'Usage: auth-service serve'],
-    [['migrate', '--help'], 'Usage: auth-service migrate'],
-    [['keys', 'generate', '--help'], 'Usage: auth-service keys generate'],
-    [['outbox', 'list', '--help'], 'Usage: auth-service outbox list'],
-    [['outbox', 'retry', '--help'], 'Usage: auth-service outbox retry'],
-    [['sessions', 'revoke', '--help'], 'Usage: auth-service sessions revoke'],
+    [['serve', '--help'], 'Usage: latchkey serve'],
+    [['migrate', '--help'], 'Usage: latchkey migrate'],
+    [['keys', 'generate', '--help'], 'Usage: latchkey keys generate'],
+    [['outbox', 'list', '--help'], 'Usage: latchkey outbox list'],
+    [['outbox', 'retry', '--help'], 'Usage: latchkey outbox retry'],
+    [['sessions', 'revoke', '--help'], 'Usage: latchkey sessions revoke'],
   ])('%j prints its usage and exits 0', async (args, usage) => {
     const res = await cli(args);
     expect(res).toMatchObject({ code: 0, stderr: '' });

@@ -99,7 +99,7 @@ function parseTable(stdout: string): Record<string, string>[] {
   return rows;
 }
 
-describe('auth-service migrate', () => {
+describe('latchkey migrate', () => {
   it('applies every migration to an empty database, then reports the schema current (the text .ci/run checks)', async () => {
     const empty = await emptyDatabase();
     try {
@@ -117,17 +117,17 @@ describe('auth-service migrate', () => {
   it('--help prints the usage (exit 0); an argument is a usage error (exit 2); a bad configuration exits 1', async () => {
     const help = await run(runMigrateCommand, ['--help']);
     expect(help).toMatchObject({ code: 0, stderr: '' });
-    expect(help.stdout).toContain('Usage: auth-service migrate');
+    expect(help.stdout).toContain('Usage: latchkey migrate');
     const extra = await run(runMigrateCommand, ['now']);
     expect(extra.code).toBe(2);
-    expect(extra.stderr).toContain('Usage: auth-service migrate');
+    expect(extra.stderr).toContain('Usage: latchkey migrate');
     const bad = await run(runMigrateCommand, [], { env: { DATABASE_URL: 'mysql://nope', PORT: 'x' } });
     expect(bad.code).toBe(1);
     expect(bad.stderr).toContain('DATABASE_URL: expected a postgres:// or postgresql:// URL');
     expect(bad.stderr).toContain('PORT:');
   });
 
-  it('database commands refuse a schema that is behind (exit 1, "run auth-service migrate first")', async () => {
+  it('database commands refuse a schema that is behind (exit 1, "run latchkey migrate first")', async () => {
     const empty = await emptyDatabase();
     try {
       for (const [command, argv] of [
@@ -136,7 +136,7 @@ describe('auth-service migrate', () => {
       ] as const) {
         const res = await run(command, [...argv], { db: empty.db });
         expect(res.code).toBe(1);
-        expect(res.stderr).toMatch(/schema is at version 0.*run "auth-service migrate" first/);
+        expect(res.stderr).toMatch(/schema is at version 0.*run "latchkey migrate" first/);
       }
     } finally {
       await empty.drop();
@@ -144,7 +144,7 @@ describe('auth-service migrate', () => {
   });
 });
 
-describe('auth-service outbox', () => {
+describe('latchkey outbox', () => {
   let ctx: TestContext;
   beforeAll(async () => {
     ctx = await createTestContext();
@@ -235,13 +235,13 @@ describe('auth-service outbox', () => {
     expect(res.code).toBe(2);
     expect(res.stdout).toBe('');
     expect(res.stderr).toMatch(message);
-    expect(res.stderr).toContain('Usage: auth-service outbox');
+    expect(res.stderr).toContain('Usage: latchkey outbox');
   });
 
   it.each([
-    [['--help'], 'Usage: auth-service outbox <list|retry>'],
-    [['list', '--help'], 'Usage: auth-service outbox list'],
-    [['retry', '-h'], 'Usage: auth-service outbox retry'],
+    [['--help'], 'Usage: latchkey outbox <list|retry>'],
+    [['list', '--help'], 'Usage: latchkey outbox list'],
+    [['retry', '-h'], 'Usage: latchkey outbox retry'],
     // What the command does: a dead row keeps its code until it expires, so a retry sends it.
     [['retry', '--help'], 'A dead row keeps its verification code until the code expires'],
   ])('%j prints its usage and exits 0', async (argv, usage) => {
@@ -326,7 +326,7 @@ describe('auth-service outbox', () => {
   });
 });
 
-describe('auth-service sessions revoke', () => {
+describe('latchkey sessions revoke', () => {
   let ctx: TestContext;
   beforeAll(async () => {
     ctx = await createTestContext();
@@ -387,12 +387,12 @@ describe('auth-service sessions revoke', () => {
     expect(res.code).toBe(2);
     expect(res.stdout).toBe('');
     expect(res.stderr).toMatch(message);
-    expect(res.stderr).toContain('Usage: auth-service sessions revoke --user <id|username>');
+    expect(res.stderr).toContain('Usage: latchkey sessions revoke --user <id|username>');
   });
 
   it.each([[['--help']], [['revoke', '--help']], [['help']]])('%j prints the usage and exits 0', async (argv) => {
     const res = await run(runSessionsCommand, argv);
     expect(res).toMatchObject({ code: 0, stderr: '' });
-    expect(res.stdout).toContain('Usage: auth-service sessions revoke --user <id|username>');
+    expect(res.stdout).toContain('Usage: latchkey sessions revoke --user <id|username>');
   });
 });

@@ -95,7 +95,7 @@ describe('email outbox with a real SMTP server', () => {
     expect(mail.to).toEqual([email]);
     expect(header(mail, 'To')).toBe(email);
     expect(header(mail, 'From')).toMatch(/^"?Auth Test"? <auth@example\.test>$/);
-    expect(header(mail, 'Message-ID')).toBe(`<${queued.id}@auth-service>`);
+    expect(header(mail, 'Message-ID')).toBe(`<${queued.id}@latchkey>`);
     expect(codeFrom(mail)).toBe(code);
 
     const sent = await onlyRow(ctx, email);

@@ -1,5 +1,6 @@
 import { createPrivateKey, createPublicKey } from 'node:crypto';
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, unlinkSync, writeFileSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, unlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
@@ -11,6 +12,7 @@ import { createPasswordHasher, type PasswordHasher } from '../../src/crypto/pass
 import { ERROR_CATALOG, type ErrorCode } from '../../src/errors.js';
 import {
   defaultKeysDir,
+  wouldGitCommit,
   generateKeyFiles,
   KeyFileExistsError,
   runKeysCommand,
@@ -121,7 +123,7 @@ describe('keys generate: generateKeyFiles and the CLI command', () => {
     expect(existsSync(first.publicKeyFile)).toBe(false);
   });
 
-  /** Runs `auth-service keys <argv>` in-process with the given environment, capturing its output. */
+  /** Runs `latchkey keys <argv>` in-process with the given environment, capturing its output. */
   async function keysCommand(argv: string[], env: Record<string, string> = {}) {
     let stdout = '';
     let stderr = '';
@@ -129,7 +131,7 @@ describe('keys generate: generateKeyFiles and the CLI command', () => {
     return { code, stdout, stderr };
   }
 
-  it('`keys generate` writes into DATA_DIR/keys (./keys without DATA_DIR) and prints the kid and both paths', async () => {
+  it('`keys generate` writes into DATA_DIR/keys (./data/keys without DATA_DIR) and prints the kid and both paths', async () => {
     const dataDir = freshDir('data');
     const run = await keysCommand(['generate'], { DATA_DIR: dataDir });
     expect(run.code, run.stderr).toBe(0);
@@ -141,9 +143,27 @@ describe('keys generate: generateKeyFiles and the CLI command', () => {
     expect(run.stdout).toMatch(new RegExp(`^public key\\s+${escapeRegExp(path.join(keysDir, `${kid}.pub.pem`))}$`, 'm'));
     expect(modeOf(path.join(keysDir, `${kid}.key.pem`))).toBe(0o600);
 
-    expect(defaultKeysDir({})).toBe(path.resolve('keys'));
-    expect(defaultKeysDir({ DATA_DIR: '  ' })).toBe(path.resolve('keys'));
+    expect(defaultKeysDir({})).toBe(path.resolve('data', 'keys'));
+    expect(defaultKeysDir({ DATA_DIR: '  ' })).toBe(path.resolve('data', 'keys'));
     expect(defaultKeysDir({ DATA_DIR: dataDir })).toBe(keysDir);
+    // In this checkout the default folder is one .gitignore covers: `git add .` never takes the key.
+    expect(wouldGitCommit(path.join(defaultKeysDir({}), 'k.key.pem'))).toBe(false);
+    expect(wouldGitCommit(path.resolve('src', 'k.key.pem'))).toBe(true);
+  });
+
+  it('refuses a folder inside a git work tree that no ignore rule covers (exit 1, nothing written); an ignored one is fine', async () => {
+    const repo = freshDir('repo');
+    mkdirSync(repo, { recursive: true });
+    execFileSync('git', ['init', '--quiet'], { cwd: repo });
+    const tracked = path.join(repo, 'keys');
+    const refused = await keysCommand(['generate', '--out', tracked]);
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toContain('"git add ." would commit the private key');
+    expect(existsSync(tracked)).toBe(false);
+    writeFileSync(path.join(repo, '.gitignore'), 'secrets/\n');
+    const ignored = await keysCommand(['generate', '--out', path.join(repo, 'secrets')]);
+    expect(ignored.code, ignored.stderr).toBe(0);
+    expect(readdirSync(path.join(repo, 'secrets')).filter((f) => f.endsWith('.key.pem'))).toHaveLength(1);
   });
 
   it('`keys generate --out DIR --bits N` (both option forms) writes there with that size', async () => {
@@ -163,7 +183,7 @@ describe('keys generate: generateKeyFiles and the CLI command', () => {
     const dataDir = freshDir('help');
     const run = await keysCommand(argv, { DATA_DIR: dataDir });
     expect(run.code).toBe(0);
-    expect(run.stdout).toContain('Usage: auth-service keys generate [--out DIR] [--bits N]');
+    expect(run.stdout).toContain('Usage: latchkey keys generate [--out DIR] [--bits N]');
     expect(run.stdout).toContain('--bits N');
     expect(run.stdout).toContain('docs/key-rotation.md');
     expect(readdirSync(dataDir)).toEqual([]);
@@ -173,14 +193,14 @@ describe('keys generate: generateKeyFiles and the CLI command', () => {
     ['too few bits', ['generate', '--bits', '1024'], /--bits: expected an integer from 2048 to 8192/],
     ['bits that are not a number', ['generate', '--bits', '2k'], /--bits: expected an integer/],
     ['an unknown option', ['generate', '--force'], /Unknown option '--force'/],
-    ['a stray argument', ['generate', 'extra'], /Usage: auth-service keys generate/],
+    ['a stray argument', ['generate', 'extra'], /Usage: latchkey keys generate/],
     ['an empty --out', ['generate', '--out', ''], /--out: expected a folder/],
     ['an unknown subcommand', ['rotate'], /Unknown subcommand "rotate"/],
     ['no subcommand', [], /Missing subcommand/],
-  ])('usage error (%s): exit 1, a message on stderr, nothing written', async (_what, argv, message) => {
+  ])('usage error (%s): exit 2 as for every command, a message on stderr, nothing written', async (_what, argv, message) => {
     const dataDir = freshDir('usage');
     const run = await keysCommand(argv, { DATA_DIR: dataDir });
-    expect(run.code).toBe(1);
+    expect(run.code).toBe(2);
     expect(run.stdout).toBe('');
     expect(run.stderr).toMatch(message);
     expect(readdirSync(dataDir)).toEqual([]);

@@ -268,7 +268,7 @@ describe.runIf(ON_POSTGRES)('SIGKILL under load, then restart (PostgreSQL only: 
     // The outbox: every row not leased by the dead process is delivered by the new one...
     const leasedIds = new Set(leased.rows.map((r) => r.id));
     const all = (await db.query<{ id: string }>('SELECT id FROM email_outbox')).rows.map((r) => r.id);
-    const messageIdOfRow = (id: string): string => `<${id}@auth-service>`;
+    const messageIdOfRow = (id: string): string => `<${id}@latchkey>`;
     await waitUntil('the unleased rows to be delivered', DELIVERY_WAIT_MS, () => all.filter((id) => !leasedIds.has(id)).every((id) => smtp.messageIds().includes(messageIdOfRow(id))));
     // ...while the dead process's rows wait for their lease to end (60 s after the claim).
     const stillLeased = await db.query<{ lease_owner: string }>(`SELECT lease_owner FROM email_outbox WHERE id = ANY($1::uuid[]) AND status = 'pending'`, [[...leasedIds]]);

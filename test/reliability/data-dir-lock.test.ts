@@ -117,7 +117,7 @@ describe.skipIf(ON_POSTGRES)('one process per DATA_DIR on the embedded database'
     const before = await newUser(first);
 
     const second = await runToExit(MAIN_JS, [], { ...env(), HOST: '127.0.0.1', PORT: '0' });
-    expect(second.stderr).toMatch(/^auth-service failed to start: /);
+    expect(second.stderr).toMatch(/^latchkey failed to start: /);
     expectRefused(second, dataDir, first);
 
     // The first still serves, and what it writes now is kept: after a restart both users are there.

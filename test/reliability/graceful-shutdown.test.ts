@@ -204,7 +204,7 @@ describe('graceful shutdown on SIGTERM (the real service process)', () => {
     // Read before the start: on PGlite the running service holds the database.
     const queued = await withDb(async (db) => (await db.query<OutboxRow>('SELECT * FROM email_outbox')).rows);
     expect(queued).toHaveLength(2);
-    const expected = queued.map((r) => `<${r.id}@auth-service>`).sort();
+    const expected = queued.map((r) => `<${r.id}@latchkey>`).sort();
     smtp.stalled = false;
     service = await startService(serviceEnv());
     // Well before the 60 s lease would have ended: the worker's first rounds take both rows.
@@ -218,7 +218,7 @@ describe('graceful shutdown on SIGTERM (the real service process)', () => {
       const { rows: after } = await db.query<OutboxRow>('SELECT * FROM email_outbox');
       expect(after).toHaveLength(2);
       for (const row of after) expect(row).toMatchObject({ status: 'sent', attempts: 1, lease_owner: null });
-      expect([...smtp.messageIds()].sort()).toEqual(after.map((r) => `<${r.id}@auth-service>`).sort());
+      expect([...smtp.messageIds()].sort()).toEqual(after.map((r) => `<${r.id}@latchkey>`).sort());
     });
   });
 });

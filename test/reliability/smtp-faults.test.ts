@@ -239,7 +239,7 @@ describe('a server that accepts and never answers', () => {
       await workerFor({ SMTP_PORT: String(ctx.smtp.port), SMTP_TLS: 'none' }).runOnce();
       const mails = ctx.smtp.messages.filter((m) => m.to.includes(email));
       expect(mails).toHaveLength(1);
-      expect(messageIdOf(mails[0]!.raw)).toBe(`<${id}@auth-service>`);
+      expect(messageIdOf(mails[0]!.raw)).toBe(`<${id}@latchkey>`);
     } finally {
       await stuck.close();
     }
@@ -269,7 +269,7 @@ describe('the SMTP server down at sign-up, then back', () => {
     await workerFor({ SMTP_PORT: String(ctx.smtp.port), SMTP_TLS: 'none' }).runOnce();
     const mails = ctx.smtp.messages.filter((m) => m.to.includes(email));
     expect(mails).toHaveLength(1);
-    expect(messageIdOf(mails[0]!.raw)).toBe(`<${id}@auth-service>`);
+    expect(messageIdOf(mails[0]!.raw)).toBe(`<${id}@latchkey>`);
     expect(await rowOf(email)).toMatchObject({ status: 'sent', attempts: 2 });
   });
 });

@@ -93,7 +93,7 @@ describe.runIf(ON_POSTGRES)('two instances on one PostgreSQL (PostgreSQL only: P
     });
     const { rows } = await database.db.query<{ id: string }>('SELECT id FROM email_outbox WHERE recipient = ANY($1)', [emails]);
     expect(rows).toHaveLength(QUEUED_EMAILS);
-    const expected = rows.map((r) => `<${r.id}@auth-service>`).sort();
+    const expected = rows.map((r) => `<${r.id}@latchkey>`).sort();
 
     // Both background workers drain the outbox; no test code runs a round.
     const deadline = Date.now() + DRAIN_WAIT_MS;

@@ -14,7 +14,7 @@ describe('loadConfig (decisions.md §2)', () => {
       databaseUrl: undefined,
       dataDir: path.resolve('./data'),
       migrateOnStart: true,
-      jwt: { privateKeyFile: undefined, publicKeyFiles: [], issuer: 'auth-service', audience: 'auth-service', accessTokenTtlSeconds: 900 },
+      jwt: { privateKeyFile: undefined, publicKeyFiles: [], issuer: 'latchkey', audience: 'latchkey', accessTokenTtlSeconds: 900 },
       sessionTtlSeconds: 2592000,
       verificationCodeTtlSeconds: 900,
       refreshReuseGraceSeconds: 0,

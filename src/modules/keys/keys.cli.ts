@@ -1,4 +1,5 @@
 import { createPrivateKey, createPublicKey, generateKeyPair } from 'node:crypto';
+import { spawnSync } from 'node:child_process';
 import { closeSync, existsSync, fchmodSync, mkdirSync, openSync, unlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { parseArgs, promisify } from 'node:util';
@@ -8,8 +9,11 @@ const generateKeyPairAsync = promisify(generateKeyPair);
 
 /** Folder inside DATA_DIR where `keys generate` writes by default. */
 export const KEYS_SUBDIR = 'keys';
-/** Default output folder of `keys generate` when DATA_DIR is unset (relative to the working directory). */
-export const DEFAULT_KEYS_DIR = './keys';
+/** DATA_DIR when unset, as the service has it (README): `./data`, which `.gitignore` ignores. */
+const DEFAULT_DATA_DIR = './data';
+/** Exit codes of the command: usage errors are 2, as for every other command. */
+const EXIT_USAGE = 2;
+const EXIT_FAILED = 1;
 /**
  * Largest modulus `keys generate` accepts. 8192 bits is far beyond any current recommendation;
  * larger keys take minutes to generate and make every token signature and verification slower.
@@ -127,13 +131,28 @@ export async function generateKeyFiles(options: { outDir: string; bits?: number 
   return writeKeyFiles(options.outDir, privateKey);
 }
 
-/** `keys generate` writes here unless `--out` says otherwise: `DATA_DIR/keys`, or `./keys` without DATA_DIR. */
+/** `keys generate` writes here unless `--out` says otherwise: `DATA_DIR/keys` (`./data/keys` without DATA_DIR). */
 export function defaultKeysDir(env: Readonly<Record<string, string | undefined>>): string {
   const dataDir = env.DATA_DIR?.trim();
-  return path.resolve(dataDir === undefined || dataDir === '' ? DEFAULT_KEYS_DIR : path.join(dataDir, KEYS_SUBDIR));
+  return path.resolve(dataDir === undefined || dataDir === '' ? DEFAULT_DATA_DIR : dataDir, KEYS_SUBDIR);
 }
 
-export const KEYS_USAGE = `Usage: auth-service keys generate [--out DIR] [--bits N]
+/**
+ * Whether git would commit a file at `file` with `git add .`: it lies inside a git work tree and
+ * no ignore rule covers it (`git check-ignore`, run from the nearest existing folder above it).
+ * False when git is not installed or the folder is in no work tree: nothing would commit it.
+ * A private key must never land there (OWASP ASVS 5.0 V13.3.1: secrets are not in source code).
+ */
+export function wouldGitCommit(file: string): boolean {
+  let dir = path.dirname(path.resolve(file));
+  while (!existsSync(dir)) dir = path.dirname(dir);
+  const inTree = spawnSync('git', ['rev-parse', '--is-inside-work-tree'], { cwd: dir, encoding: 'utf8' });
+  if (inTree.error !== undefined || inTree.status !== 0 || inTree.stdout.trim() !== 'true') return false;
+  // Exit 0: ignored; 1: not ignored; anything else (an error): assume the worst.
+  return spawnSync('git', ['check-ignore', '--quiet', '--no-index', path.resolve(file)], { cwd: dir }).status !== 0;
+}
+
+export const KEYS_USAGE = `Usage: latchkey keys generate [--out DIR] [--bits N]
 
 Writes a new RSA key pair for signing access tokens (RS256):
   DIR/<kid>.key.pem   private key, PKCS#8 PEM, mode 0600 (for JWT_PRIVATE_KEY_FILE)
@@ -142,7 +161,8 @@ and prints both paths and the kid (the key's RFC 7638 thumbprint, as the JWKS wi
 Existing files are never overwritten.
 
 Options:
-  --out DIR   output folder, created when missing (default: DATA_DIR/keys, or ./keys when DATA_DIR is unset)
+  --out DIR   output folder, created when missing (default: DATA_DIR/keys, that is ./data/keys
+              when DATA_DIR is unset); refused when it is inside a git work tree and not ignored
   --bits N    RSA modulus length, ${MIN_RSA_BITS} to ${MAX_GENERATED_RSA_BITS} (default: ${MIN_RSA_BITS})
   -h, --help  show this help
 
@@ -158,10 +178,11 @@ export interface CommandIo {
 }
 
 /**
- * `auth-service keys <subcommand>`; only `generate` exists (see {@link KEYS_USAGE}).
+ * `latchkey keys <subcommand>`; only `generate` exists (see {@link KEYS_USAGE}).
  *
  * @param argv the arguments after `keys`.
- * @returns the process exit code: 0 on success or help, 1 on a usage error or when a file exists.
+ * @returns the process exit code: 0 on success or help, 2 on a usage error, 1 when a file exists
+ *   or the folder is one git would commit.
  * @throws only for unexpected failures (an unwritable folder, for example).
  */
 export async function runKeysCommand(argv: readonly string[], io: CommandIo): Promise<number> {
@@ -172,7 +193,7 @@ export async function runKeysCommand(argv: readonly string[], io: CommandIo): Pr
   }
   if (subcommand !== 'generate') {
     io.stderr(`${subcommand === undefined ? 'Missing subcommand' : `Unknown subcommand "${subcommand}"`}.\n${KEYS_USAGE}`);
-    return 1;
+    return EXIT_USAGE;
   }
   let values: { out?: string | undefined; bits?: string | undefined; help?: boolean | undefined };
   try {
@@ -184,7 +205,7 @@ export async function runKeysCommand(argv: readonly string[], io: CommandIo): Pr
     }).values;
   } catch (err) {
     io.stderr(`${(err as Error).message}\n${KEYS_USAGE}`);
-    return 1;
+    return EXIT_USAGE;
   }
   if (values.help === true) {
     io.stdout(KEYS_USAGE);
@@ -195,15 +216,22 @@ export async function runKeysCommand(argv: readonly string[], io: CommandIo): Pr
     const problem = /^\d+$/.test(values.bits) ? keyBitsProblem(Number(values.bits)) : `expected an integer, got "${values.bits}"`;
     if (problem !== undefined) {
       io.stderr(`--bits: ${problem}\n`);
-      return 1;
+      return EXIT_USAGE;
     }
     bits = Number(values.bits);
   }
   if (values.out !== undefined && values.out.trim() === '') {
     io.stderr('--out: expected a folder\n');
-    return 1;
+    return EXIT_USAGE;
   }
   const outDir = values.out === undefined ? defaultKeysDir(io.env) : path.resolve(values.out);
+  if (wouldGitCommit(path.join(outDir, `new${PRIVATE_KEY_SUFFIX}`))) {
+    io.stderr(
+      `${outDir} is inside a git work tree and not ignored: "git add ." would commit the private key. ` +
+        'Choose a folder outside the repository (--out), or one that .gitignore covers (the default, DATA_DIR/keys, is under ./data).\n',
+    );
+    return EXIT_FAILED;
+  }
   try {
     const written = await generateKeyFiles({ outDir, bits });
     io.stdout(
@@ -217,7 +245,7 @@ export async function runKeysCommand(argv: readonly string[], io: CommandIo): Pr
   } catch (err) {
     if (err instanceof KeyFileExistsError) {
       io.stderr(`${err.message}\n`);
-      return 1;
+      return EXIT_FAILED;
     }
     throw err;
   }

@@ -8,6 +8,8 @@ export const MIN_RSA_BITS = 2048;
 /** File name of the generated development signing key inside DATA_DIR. */
 export const GENERATED_KEY_FILE = 'jwt-signing-key.pem';
 /** HKDF `info` strings of the HMAC keys derived from the signing key (one key per purpose). */
+// HKDF `info` labels keep the project's first name: changing them would change every derived
+// key, invalidating outstanding verification codes and restarting every rate-limit window.
 const CODE_HMAC_INFO = 'auth-service/verification-code-hmac/v1';
 const RATE_LIMIT_HMAC_INFO = 'auth-service/rate-limit-subject-hmac/v1';
 /** Length of each derived HMAC key in bytes: the SHA-256 block of output, 256 bits. */

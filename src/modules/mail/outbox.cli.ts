@@ -30,8 +30,8 @@ export const LAST_ERROR_COLUMN_WIDTH = 80;
 /** Every outbox status (decisions.md §8), in the order the totals line shows them. */
 const OUTBOX_STATUSES: readonly OutboxStatus[] = ['pending', 'sent', 'dead', 'cancelled'];
 
-/** `auth-service outbox --help`. */
-export const OUTBOX_USAGE = `Usage: auth-service outbox <list|retry> [options]
+/** `latchkey outbox --help`. */
+export const OUTBOX_USAGE = `Usage: latchkey outbox <list|retry> [options]
 
 The email outbox (verification emails waiting to be sent, sent, dead or cancelled).
 
@@ -39,11 +39,11 @@ Commands:
   list   [--status pending|sent|dead|cancelled] [--limit N]   show rows, newest first
   retry  <id> | --all-dead                                   put dead rows back to pending
 
-See "auth-service outbox list --help" and "auth-service outbox retry --help".
+See "latchkey outbox list --help" and "latchkey outbox retry --help".
 `;
 
-/** `auth-service outbox list --help`. */
-export const OUTBOX_LIST_USAGE = `Usage: auth-service outbox list [--status pending|sent|dead|cancelled] [--limit N]
+/** `latchkey outbox list --help`. */
+export const OUTBOX_LIST_USAGE = `Usage: latchkey outbox list [--status pending|sent|dead|cancelled] [--limit N]
 
 Shows outbox rows, newest first: id, status, recipient, attempts, last_error, next_attempt_at,
 created_at (times in UTC), then the number of rows of each status. The email content (and the
@@ -58,8 +58,8 @@ The database is the service's (DATABASE_URL, or the embedded one in DATA_DIR: st
 first, the embedded database admits one process at a time).
 `;
 
-/** `auth-service outbox retry --help`. */
-export const OUTBOX_RETRY_USAGE = `Usage: auth-service outbox retry <id> | --all-dead
+/** `latchkey outbox retry --help`. */
+export const OUTBOX_RETRY_USAGE = `Usage: latchkey outbox retry <id> | --all-dead
 
 Puts dead rows back to pending: attempts back to 0, next attempt now, last_error kept. The
 service's outbox worker then sends them like any pending row (within about a second), with
@@ -156,7 +156,7 @@ async function retryCommand(argv: readonly string[], io: DatabaseCommandIo): Pro
 }
 
 /**
- * `auth-service outbox <list|retry>` (issue 5 point 4): lets an operator see the email outbox
+ * `latchkey outbox <list|retry>` (issue 5 point 4): lets an operator see the email outbox
  * and put dead rows back to pending. Reads the service's configuration from `io.env` and works
  * on its database.
  *

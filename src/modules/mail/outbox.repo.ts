@@ -152,7 +152,7 @@ export async function releaseLeases(q: Queryable, owner: string): Promise<void> 
   await q.query(`UPDATE email_outbox SET lease_owner = NULL, lease_expires_at = NULL WHERE status = 'pending' AND lease_owner = $1`, [owner]);
 }
 
-/** An outbox row as operators see it (`auth-service outbox list`): never the payload, which may hold a code. */
+/** An outbox row as operators see it (`latchkey outbox list`): never the payload, which may hold a code. */
 export interface OutboxListRow {
   id: string;
   status: OutboxStatus;
@@ -194,7 +194,7 @@ export async function countOutboxBacklog(q: Queryable): Promise<{ pending: numbe
 
 /**
  * How many outbox rows there are of each status (statuses without rows are absent), for
- * `auth-service outbox list`. Reads the whole table: for an operator's command, not a scrape
+ * `latchkey outbox list`. Reads the whole table: for an operator's command, not a scrape
  * ({@link countOutboxBacklog}).
  */
 export async function countOutboxEmailsByStatus(q: Queryable): Promise<Partial<Record<OutboxStatus, number>>> {
@@ -212,7 +212,7 @@ export interface RetriedEmail {
 }
 
 /**
- * Puts dead rows back to pending for another round of attempts (`auth-service outbox retry`):
+ * Puts dead rows back to pending for another round of attempts (`latchkey outbox retry`):
  * `attempts` back to 0, `next_attempt_at = now`, lease cleared, `last_error` kept as the history
  * of the last failure. Only rows whose status is `dead` change, in one guarded `UPDATE`, so a
  * row is never retried twice by parallel calls and rows of other statuses are left alone.

@@ -99,7 +99,7 @@ export function createOutboxWorker(deps: OutboxWorkerDeps): OutboxWorker {
     const expiresInSeconds = row.expires_at === null ? 0 : (row.expires_at.getTime() - now.getTime()) / 1000;
     const content = verificationEmail({ username, code, expiresInSeconds });
     try {
-      await transport.send({ messageId: `<${row.id}@auth-service>`, to: row.recipient, ...content });
+      await transport.send({ messageId: `<${row.id}@latchkey>`, to: row.recipient, ...content });
     } catch (err) {
       const attempt = row.attempts + 1;
       const permanent = err instanceof MailSendError && err.permanent;

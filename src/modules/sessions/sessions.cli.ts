@@ -16,17 +16,17 @@ import { findUserById, findUserByUsername, type UserRow } from '../users/users.r
 import { revokeActiveSessions } from './sessions.repo.js';
 
 
-/** `auth-service sessions --help`. */
-export const SESSIONS_USAGE = `Usage: auth-service sessions revoke --user <id|username>
+/** `latchkey sessions --help`. */
+export const SESSIONS_USAGE = `Usage: latchkey sessions revoke --user <id|username>
 
 Commands:
   revoke --user <id|username>   revoke every active session of one user
 
-See "auth-service sessions revoke --help".
+See "latchkey sessions revoke --help".
 `;
 
-/** `auth-service sessions revoke --help`. */
-export const SESSIONS_REVOKE_USAGE = `Usage: auth-service sessions revoke --user <id|username>
+/** `latchkey sessions revoke --help`. */
+export const SESSIONS_REVOKE_USAGE = `Usage: latchkey sessions revoke --user <id|username>
 
 Revokes every active session of the user, as DELETE /auth/v0/sessions would, and prints how
 many it revoked. The user's refresh tokens stop working at once, and so do the access tokens
@@ -65,7 +65,7 @@ async function revokeCommand(argv: readonly string[], io: DatabaseCommandIo): Pr
 }
 
 /**
- * `auth-service sessions revoke --user <id|username>` (issue 5 point 4): revokes every active
+ * `latchkey sessions revoke --user <id|username>` (issue 5 point 4): revokes every active
  * session of one user (soft, `revoked_reason = 'revoked_by_admin'`) and logs a `session.revoked`
  * security event to stderr.
  *

@@ -158,7 +158,7 @@ export async function revokeAllSessions(q: Queryable, userId: string, reason: Re
 
 /**
  * Revokes every active (unrevoked, unexpired at `now`) session of a user, for example by an
- * operator (`auth-service sessions revoke`). Expired sessions are left as they are: they are
+ * operator (`latchkey sessions revoke`). Expired sessions are left as they are: they are
  * already unusable. Idempotent: a second call revokes nothing.
  * @returns the number of sessions this call revoked (0 when the user has none or does not exist).
  */

@@ -4,7 +4,7 @@ import type { MatchExtended, ZxcvbnFactory, ZxcvbnResult } from '@zxcvbn-ts/core
  * The service's name: a context-specific word that no password may contain (NIST SP 800-63B-4
  * §3.1.1.2 names "the name of the service" as such a word).
  */
-export const SERVICE_NAME = 'auth-service';
+export const SERVICE_NAME = 'latchkey';
 
 /**
  * Share of the password (in UTF-16 code units, as zxcvbn counts) that zxcvbn's patterns must

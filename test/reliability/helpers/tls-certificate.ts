@@ -29,7 +29,7 @@ export function createSelfSignedCertificate(): SelfSignedCertificate {
   execFileSync(
     'openssl',
     ['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', keyFile, '-out', certFile, '-days', String(VALIDITY_DAYS),
-      '-subj', '/CN=auth-service test SMTP', '-addext', 'subjectAltName=IP:127.0.0.1'],
+      '-subj', '/CN=latchkey test SMTP', '-addext', 'subjectAltName=IP:127.0.0.1'],
     { stdio: 'pipe' },
   );
   return {
