@@ -62,7 +62,7 @@ export interface AuthMetrics {
   /** Counts a refresh outcome (`auth_refresh_total{outcome}`). */
   refresh(outcome: RefreshOutcome): void;
   /** Counts sessions that a call revoked (`auth_sessions_revoked_total{cause}`); `count` 0 counts nothing. */
-  sessionsRevoked(cause: RevocationReason, count?: number): void;
+  sessionsRevoked(cause: Exclude<RevocationReason, 'revoked_by_admin'>, count?: number): void;
   /** Counts an email accepted by the SMTP server (`auth_emails_sent_total`). */
   emailSent(): void;
   /** Counts a failed send (`auth_emails_failed_total{outcome}`). */
@@ -114,7 +114,7 @@ export function createAuthMetrics(options: { readonly defaultMetrics?: boolean }
   });
   const revoked = new Counter({
     name: `${PREFIX}sessions_revoked_total`,
-    help: 'Sessions revoked, by cause: logout, revoked_by_user, revoke_all, password_changed, refresh_token_reuse, revoked_by_admin.',
+    help: 'Sessions revoked, by cause: logout, revoked_by_user, revoke_all, password_changed, refresh_token_reuse.',
     labelNames: ['cause'] as const,
     registers,
   });
