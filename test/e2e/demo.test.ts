@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ConfigError, loadConfig } from '../../src/config.js';
 import { ERROR_CATALOG } from '../../src/errors.js';
 import { createTestContext, type TestContext } from '../helpers/context.js';
-import { latestCode, refresh, signIn, uniqueName } from '../helpers/flows.js';
+import { createVerifiedUser, latestCode, refresh, signIn, uniqueName, withBearer } from '../helpers/flows.js';
 
 /** Debian's chromium package (`apt-get install -y chromium`); .ci/run installs it. */
 const CHROMIUM = '/usr/bin/chromium';
@@ -22,6 +22,8 @@ const PASSWORD = 'correct horse battery staple';
 
 /** Without Chromium the browser test is skipped, except in CI, where it must run (and fails). */
 const SKIP_BROWSER = !existsSync(CHROMIUM) && !process.env.CI;
+/** Set DEMO_SCREENSHOT_DIR to a directory to keep PNGs of the failed logout and of the sessions card at each width checked. */
+const SCREENSHOT_DIR = process.env.DEMO_SCREENSHOT_DIR;
 
 describe('GET /auth/v0/demo (DEMO_PAGE)', () => {
   it('is off by default: 404 request.not_found', async () => {
@@ -61,6 +63,8 @@ describe('GET /auth/v0/demo (DEMO_PAGE)', () => {
       const html = res.body;
       expect(html.match(/<script\b[^>]*>/g)).toEqual([`<script nonce="${nonce}">`]);
       expect(html.match(/<style\b[^>]*>/g)).toEqual([`<style nonce="${nonce}">`]);
+      expect(html).toContain('<title>Latchkey demo</title>');
+      expect(html).toContain('<h1>Latchkey demo</h1>');
       expect(html).not.toMatch(/\s(src|href)=/);
       expect(html).not.toMatch(/\son[a-z]+=/);
       expect(html).not.toMatch(/https?:\/\//);
@@ -127,11 +131,38 @@ describe.skipIf(SKIP_BROWSER)('the demo page in headless Chromium (refresh cooki
     return (await browser.cookies(`${origin}/auth/v0/refresh`)).find((c) => c.name === 'refresh_token');
   }
 
+  /** The outcome the page shows for the last action ("success" or "error") and its text. */
+  async function notice() {
+    const el = page.locator('#notice');
+    if (await el.isHidden()) return undefined;
+    return { outcome: await el.getAttribute('data-outcome'), text: await el.textContent() };
+  }
+
+  /** Opens the page, waits for the load-time session check, and signs in through the form. */
+  async function signInOnPage(user: { username: string }) {
+    await page.goto(`${origin}/auth/v0/demo`);
+    await expect.poll(() => page.locator('#state').getAttribute('data-signed-in')).not.toBe('unknown');
+    await page.fill('#signin-username', user.username);
+    await page.fill('#signin-password', PASSWORD);
+    expect(await step('sign-in', () => page.click('#signin-submit'))).toBe(200);
+    await expect.poll(() => page.locator('#state').textContent()).toContain('Signed in');
+    const sessionId = /session ([0-9a-f-]{36})/.exec((await page.locator('#state').textContent()) ?? '')?.[1];
+    expect(sessionId).toBeDefined();
+    return sessionId!;
+  }
+
   it('runs the whole flow; the refresh cookie is HttpOnly, Secure, SameSite=Strict, sent only to /auth/v0/refresh, never visible to scripts, and useless after logout', async () => {
     const response = await page.goto(`${origin}/auth/v0/demo`);
     expect(response?.status()).toBe(200);
-    // The nonce'd inline script ran under the CSP: the page is interactive.
+    expect(await page.title()).toBe('Latchkey demo');
+    expect(await page.locator('h1').textContent()).toBe('Latchkey demo');
+    // The nonce'd inline script ran under the CSP: the page is interactive. On load it looked for
+    // a session to restore; with no cookie the 401 is no error: no notice, a neutral log line.
     await expect.poll(() => page.locator('#state').textContent()).toBe('Signed out.');
+    expect(await page.locator('#notice').isHidden()).toBe(true);
+    const restoreLog = page.locator('#log li[data-op="restore session"]');
+    expect(await restoreLog.count()).toBe(1);
+    expect(await restoreLog.getAttribute('class')).toBe('info');
 
     // Sign up, then the code from the email.
     await page.fill('#signup-username', username);
@@ -176,9 +207,13 @@ describe.skipIf(SKIP_BROWSER)('the demo page in headless Chromium (refresh cooki
     // Log out: the cookie is cleared in the browser, and a refresh fails.
     const beforeLogout = await refreshCookie();
     expect(await step('logout', () => page.click('#logout'))).toBe(204);
+    expect(await notice()).toEqual({ outcome: 'success', text: 'Logged out: the session was revoked and the refresh cookie cleared.' });
+    expect(await page.locator('#state').textContent()).toBe('Signed out.');
     expect(await refreshCookie()).toBeUndefined();
     expect(await step('refresh', () => page.click('#refresh'))).toBe(401);
     expect(await page.locator('#log li[data-op="refresh"]').first().textContent()).toContain('auth.missing_refresh_token');
+    // The failed refresh is shown as one, with the Error body's message and code.
+    expect(await notice()).toEqual({ outcome: 'error', text: `Refresh failed: ${ERROR_CATALOG['auth.missing_refresh_token'].message} (auth.missing_refresh_token, HTTP 401)` });
     // The last refresh token the browser held is dead too (its session was revoked by logout).
     const replay = await refresh(ctx, beforeLogout!.value);
     expect(replay.statusCode).toBe(401);
@@ -194,6 +229,125 @@ describe.skipIf(SKIP_BROWSER)('the demo page in headless Chromium (refresh cooki
     expect(browserWithCookie.length).toBeGreaterThanOrEqual(1);
     expect(new Set(browserWithCookie.map((r) => new URL(r.url).pathname))).toEqual(new Set(['/auth/v0/refresh']));
   }, 90_000);
+
+  it('a reload restores the session through the refresh cookie: signed in again, with the user from /me, and no password typed', async () => {
+    const user = await createVerifiedUser(ctx, { password: PASSWORD });
+    const sessionId = await signInOnPage(user);
+    const cookie = await refreshCookie();
+    expect(cookie).toBeDefined();
+
+    const seenBefore = serverSaw.length;
+    await page.reload();
+    // The access token was in memory only and is gone; the cookie brings the session back.
+    await expect.poll(() => page.locator('#state').textContent()).toBe(`Signed in as ${user.username} (${user.email}): session ${sessionId} (access token held in memory).`);
+    expect(await page.locator('#state').getAttribute('data-signed-in')).toBe('true');
+    expect(await page.locator('#log li[data-op="restore session"]').first().getAttribute('data-status')).toBe('200');
+    expect(await page.locator('#log li[data-op="me"]').first().getAttribute('data-status')).toBe('200');
+    expect(await page.locator('#log li[data-op="me"]').first().textContent()).toContain(`"username": "${user.username}"`);
+    expect(await notice()).toEqual({ outcome: 'success', text: `Session restored through the refresh cookie: you are ${user.username}.` });
+    // Nothing was typed: the password field is empty and no sign-in went to the server.
+    expect(await page.inputValue('#signin-password')).toBe('');
+    const afterReload = serverSaw.slice(seenBefore).filter((r) => r.path.startsWith('/auth/v0/'));
+    expect(afterReload.map((r) => r.path)).toEqual(['/auth/v0/demo', '/auth/v0/refresh', '/auth/v0/me']);
+    expect(afterReload[1]!.cookie).toContain(`refresh_token=${cookie!.value}`);
+    // The restored access token works.
+    expect(await step('me', () => page.click('#me'))).toBe(200);
+    expect(await step('sessions', () => page.click('#sessions'))).toBe(200);
+    expect(await page.locator(`#sessions-list button[data-session-id="${sessionId}"]`).count()).toBe(1);
+  }, 60_000);
+
+  it('a logout the server refuses (503) is shown as a failure: the error message and code, no "logged out", the session still shown and still alive', async () => {
+    const user = await createVerifiedUser(ctx, { password: PASSWORD });
+    const sessionId = await signInOnPage(user);
+    expect(await step('sessions', () => page.click('#sessions'))).toBe(200);
+    const signedInState = await page.locator('#state').textContent();
+    const cookie = await refreshCookie();
+
+    const logoutUrl = `${origin}/auth/v0/logout`;
+    const unavailable = { code: 'service_unavailable', message: ERROR_CATALOG.service_unavailable.message };
+    await page.route(logoutUrl, (route) => route.fulfill({ status: 503, contentType: 'application/json', body: JSON.stringify(unavailable) }));
+    try {
+      expect(await step('logout', () => page.click('#logout'))).toBe(503);
+    } finally {
+      await page.unroute(logoutUrl);
+    }
+    expect(await page.locator('body').innerText()).not.toMatch(/logged out/i);
+    // Still signed in, the same session, its row still listed, the cookie still there.
+    expect(await page.locator('#state').textContent()).toBe(signedInState);
+    expect(await page.locator('#sessions-table').isVisible()).toBe(true);
+    expect(await page.locator(`#sessions-list button[data-session-id="${sessionId}"]`).count()).toBe(1);
+    expect((await refreshCookie())?.value).toBe(cookie!.value);
+    // And the failure is shown, with the Error body's message and code.
+    expect(await notice()).toEqual({ outcome: 'error', text: `Log out failed: ${unavailable.message} (service_unavailable, HTTP 503)` });
+    if (SCREENSHOT_DIR !== undefined) await page.screenshot({ path: path.join(SCREENSHOT_DIR, 'demo-logout-503.png') });
+    expect(await page.locator('#state').getAttribute('data-signed-in')).toBe('true');
+    // And it is alive: /me works with the same access token.
+    expect(await step('me', () => page.click('#me'))).toBe(200);
+    expect(await notice()).toEqual({ outcome: 'success', text: `GET /me: you are ${user.username}.` });
+
+    // The real logout then succeeds and says so.
+    expect(await step('logout', () => page.click('#logout'))).toBe(204);
+    expect(await notice()).toMatchObject({ outcome: 'success' });
+    expect(await page.locator('#state').textContent()).toBe('Signed out.');
+    expect(await refreshCookie()).toBeUndefined();
+  }, 60_000);
+
+  it('a logout answered 401 (the session was revoked elsewhere) is shown as the failure it is, not as a logout', async () => {
+    const user = await createVerifiedUser(ctx, { password: PASSWORD });
+    const sessionId = await signInOnPage(user);
+    // Another device revokes this session.
+    const other = await signIn(ctx, { username: user.username, password: PASSWORD });
+    expect((await withBearer(ctx, 'DELETE', `/auth/v0/sessions/${sessionId}`, other.accessToken)).statusCode).toBe(204);
+
+    expect(await step('logout', () => page.click('#logout'))).toBe(401);
+    // The page tried the refresh cookie once; it was refused too.
+    expect(await page.locator('#log li[data-op="refresh (after 401)"]').first().getAttribute('data-status')).toBe('401');
+    expect(await page.locator('body').innerText()).not.toMatch(/logged out|cookie was cleared/i);
+    expect(await page.locator('#state').textContent()).toBe('Signed out: the session has ended elsewhere (the refresh token was refused too).');
+    expect(await notice()).toEqual({ outcome: 'error', text: `Log out failed: ${ERROR_CATALOG['auth.invalid_access_token'].message} (auth.invalid_access_token, HTTP 401)` });
+  }, 60_000);
+
+  it('the sessions table fits its card at 1280 px and at 400 px wide, long user agents and ids wrapped', async () => {
+    const user = await createVerifiedUser(ctx, { password: PASSWORD });
+    const sessionId = await signInOnPage(user);
+    // A second session with a long user agent, with and without spaces to break at.
+    const longAgent = `Mozilla/5.0 (X11; Linux x86_64) ${'AppleWebKit/537.36(KHTML,like_Gecko)'.repeat(6)} Chrome/999.0.0.0 Safari/537.36`;
+    await signIn(ctx, { username: user.username, password: PASSWORD }, { 'user-agent': longAgent });
+    expect(await step('sessions', () => page.click('#sessions'))).toBe(200);
+    await expect.poll(() => page.locator('#sessions-list tr').count()).toBe(2);
+
+    // The card that holds the table, and the table's own container.
+    const card = page.locator('section', { has: page.locator('#sessions-table') });
+    for (const width of [1280, 400]) {
+      await page.setViewportSize({ width, height: 900 });
+      if (SCREENSHOT_DIR !== undefined) {
+        await card.screenshot({ path: path.join(SCREENSHOT_DIR, `demo-sessions-${width}.png`) });
+        await page.screenshot({ path: path.join(SCREENSHOT_DIR, `demo-page-${width}.png`), fullPage: true });
+      }
+      const sizes = await page.evaluate<Record<string, [number, number]>>(`(() => {
+        const size = (el) => [el.scrollWidth, el.clientWidth];
+        const table = document.getElementById('sessions-table');
+        return { card: size(table.closest('section')), container: size(table.parentElement), table: size(table), page: size(document.documentElement) };
+      })()`);
+      for (const [what, [scrollWidth, clientWidth]] of Object.entries(sizes)) {
+        expect(scrollWidth, `${what} at ${width} px: scrollWidth ${scrollWidth} > clientWidth ${clientWidth}`).toBeLessThanOrEqual(clientWidth);
+      }
+      // Every cell lies within the card.
+      const cardBox = (await card.boundingBox())!;
+      const cells = await page.evaluate<{ left: number; right: number }[]>(
+        `[...document.querySelectorAll('#sessions-list td')].map((td) => { const r = td.getBoundingClientRect(); return { left: r.left, right: r.right }; })`,
+      );
+      expect(cells).toHaveLength(8);
+      for (const box of cells) {
+        expect(box.left).toBeGreaterThanOrEqual(cardBox.x);
+        expect(box.right).toBeLessThanOrEqual(cardBox.x + cardBox.width);
+      }
+      const ownRow = page.locator('#sessions-list tr', { has: page.locator(`button[data-session-id="${sessionId}"]`) });
+      expect(await ownRow.locator('td').first().textContent()).toContain(sessionId);
+      expect(await page.locator('#sessions-list').textContent()).toContain(longAgent);
+    }
+    await page.setViewportSize({ width: 1280, height: 720 });
+  }, 60_000);
 });
 
 describe.skipIf(!SKIP_BROWSER)('the demo page in headless Chromium', () => {
