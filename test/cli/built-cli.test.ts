@@ -15,6 +15,9 @@ const CLI = path.join(ROOT, (JSON.parse(readFileSync(path.join(ROOT, 'package.js
 const BUILD_TIMEOUT_MS = 180_000;
 /** How long `serve` may take to listen: PGlite start, migrations and key generation in a fresh DATA_DIR. */
 const SERVE_START_TIMEOUT_MS = 60_000;
+/** How long the outbox worker may take to write a queued email to the log, and how often to look. */
+const EMAIL_WAIT_MS = 15_000;
+const POLL_MS = 100;
 
 const work = mkdtempSync(path.join(tmpdir(), 'auth-built-cli-'));
 
@@ -29,6 +32,37 @@ async function cli(args: string[], env: Record<string, string> = {}): Promise<{ 
   } catch (err) {
     const e = err as { code?: number; stdout?: string; stderr?: string };
     return { code: typeof e.code === 'number' ? e.code : -1, stdout: e.stdout ?? '', stderr: e.stderr ?? '' };
+  }
+}
+
+/** The built CLI serving with no command on a free loopback port, in a fresh DATA_DIR under the work folder. */
+async function serveBuilt(dataDir: string) {
+  const child = spawn(process.execPath, [CLI], {
+    cwd: work,
+    env: { PATH: process.env.PATH ?? '', DATA_DIR: path.join(work, dataDir), HOST: '127.0.0.1', PORT: '0', LOG_LEVEL: 'info' },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let output = '';
+  child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString('utf8')));
+  child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString('utf8')));
+  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+  try {
+    const address = await new Promise<string>((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error(`serve did not listen in time:\n${output}`)), SERVE_START_TIMEOUT_MS);
+      const check = (): void => {
+        const m = /Server listening at (http:\/\/127\.0\.0\.1:\d+)/.exec(output);
+        if (m !== null) {
+          clearTimeout(timer);
+          resolve(m[1]!);
+        }
+      };
+      child.stdout.on('data', check);
+      void exited.then((code) => reject(new Error(`serve exited with ${code}:\n${output}`)));
+    });
+    return { address, child, exited, output: () => output };
+  } catch (err) {
+    child.kill('SIGKILL');
+    throw err;
   }
 }
 
@@ -78,28 +112,9 @@ describe.skipIf(process.env.TEST_DB === 'postgres')('the built CLI (package.json
   });
 
   it('with no command it serves, as npm start does: listens, answers, and exits 0 on SIGTERM', async () => {
-    const child = spawn(process.execPath, [CLI], {
-      cwd: work,
-      env: { PATH: process.env.PATH ?? '', DATA_DIR: path.join(work, 'serve-data'), HOST: '127.0.0.1', PORT: '0', LOG_LEVEL: 'info' },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let output = '';
-    child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString('utf8')));
-    child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString('utf8')));
-    const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+    const served = await serveBuilt('serve-data');
+    const { address, child, exited } = served;
     try {
-      const address = await new Promise<string>((resolve, reject) => {
-        const timer = setTimeout(() => reject(new Error(`serve did not listen in time:\n${output}`)), SERVE_START_TIMEOUT_MS);
-        const check = (): void => {
-          const m = /Server listening at (http:\/\/127\.0\.0\.1:\d+)/.exec(output);
-          if (m !== null) {
-            clearTimeout(timer);
-            resolve(m[1]!);
-          }
-        };
-        child.stdout.on('data', check);
-        void exited.then((code) => reject(new Error(`serve exited with ${code}:\n${output}`)));
-      });
       const res = await fetch(`${address}/auth/v0/.well-known/jwks.json`);
       expect(res.status).toBe(200);
       expect(((await res.json()) as { keys: unknown[] }).keys).toHaveLength(1);
@@ -118,11 +133,42 @@ describe.skipIf(process.env.TEST_DB === 'postgres')('the built CLI (package.json
       });
       expect(weak.status).toBe(400);
       expect(await weak.json()).toMatchObject({ code: 'auth.sign_up.validation_failed', message: expect.stringMatching(/password/i) as unknown });
-      expect(output).toContain('SMTP is not configured');
+      expect(served.output()).toContain('SMTP is not configured');
       child.kill('SIGTERM');
       expect(await exited).toBe(0);
     } finally {
       if (child.exitCode === null) child.kill('SIGKILL');
     }
   }, SERVE_START_TIMEOUT_MS + 10_000);
+
+  it('the README\'s "Try it" session works as written: sign-up, verify, sign-in, /me, refresh, sessions, logout', async () => {
+    const readme = readFileSync(path.join(ROOT, 'README.md'), 'utf8');
+    const section = readme.slice(readme.indexOf('## Try it'));
+    const script = /```sh\n([\s\S]*?)```/.exec(section)?.[1];
+    expect(script, 'a sh block under "## Try it"').toBeDefined();
+    const served = await serveBuilt('readme-data');
+    const session = mkdtempSync(path.join(work, 'readme-'));
+    const port = new URL(served.address).port;
+    const run = async (part: string): Promise<string> =>
+      (await execFileAsync('bash', ['-euo', 'pipefail', '-c', part.replaceAll('localhost:3000', `localhost:${port}`)], { cwd: session })).stdout;
+    try {
+      // Up to step 2 as written; then step 2 onwards with the code the service logged.
+      const [signUp, rest] = script!.split(/^# 2\./m) as [string, string];
+      expect(await run(signUp)).toContain('"is_email_verified":false');
+      // The outbox worker writes the email to the log within a second or so.
+      let code: string | undefined;
+      for (let waited = 0; code === undefined && waited < EMAIL_WAIT_MS; waited += POLL_MS) {
+        await new Promise((resolve) => setTimeout(resolve, POLL_MS));
+        code = /verification code is (\d{6})/.exec(served.output())?.[1];
+      }
+      expect(code, served.output()).toBeDefined();
+      const out = await run(`# 2.${rest.replace('"code":"123456"', `"code":"${code}"`)}`);
+      expect(out).toContain('"is_email_verified":true'); // /me after verification and sign-in
+      expect(out).toMatch(/"sessions":\[\{[^\]]*"current":true/);
+      expect(out).toContain('auth.missing_refresh_token'); // refresh after logout: the jar lost its cookie
+    } finally {
+      served.child.kill('SIGTERM');
+      await served.exited;
+    }
+  }, SERVE_START_TIMEOUT_MS + 30_000);
 });
