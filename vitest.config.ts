@@ -2,7 +2,7 @@ import { configDefaults, defineConfig } from 'vitest/config';
 
 /**
  * Every suite runs on the embedded PGlite database; with TEST_DATABASE_URL set, the same suites
- * run again as a second project against that PostgreSQL server (decisions.md §1).
+ * run again as a second project against that PostgreSQL server (docs/operations.md).
  */
 const projects = [{ extends: true as const, test: { name: 'pglite', env: { TEST_DB: 'pglite' } } }];
 if (process.env.TEST_DATABASE_URL) {

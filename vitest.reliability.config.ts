@@ -1,7 +1,7 @@
 import { defineConfig } from 'vitest/config';
 
 /**
- * The reliability suite (issue 4, docs/reliability.md): faults caused for real (SMTP, database,
+ * The reliability suite (docs/reliability.md): faults caused for real (SMTP, database,
  * SIGTERM, SIGKILL, two instances). Slower than `npm test`, so it has its own script,
  * `npm run test:reliability`. Like vitest.config.ts, every file runs on PGlite and, with
  * TEST_DATABASE_URL set, again on that PostgreSQL server; the tests that need PostgreSQL skip

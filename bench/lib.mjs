@@ -19,7 +19,7 @@ export const ADMIN_URL = process.env.BENCH_ADMIN_URL ?? 'postgres://postgres@127
 export const PASSWORD = 'correct horse battery staple';
 /** Users (and sessions) per pool: one per connection at the highest concurrency measured. */
 export const POOL_USERS = 32;
-/** Sessions of the user whose `GET /sessions` is measured (issue 6). */
+/** Sessions of the user whose `GET /sessions` is measured. */
 export const LISTED_SESSIONS = 10;
 /** Longest wait for a child process to answer HTTP after it was spawned. */
 const READY_TIMEOUT_MS = 30_000;

@@ -1,6 +1,6 @@
 // Turns the raw results of bench/run.mjs into the results section of docs/performance.md:
 // medians over the passes with the spread (min–max), the ratio to the matching reference, and
-// whether each target of issue 6 is met. Only the text between the two markers is rewritten;
+// whether each target is met. Only the text between the two markers is rewritten;
 // the rest of the page (analysis, profile, changes) is written by hand.
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { median } from './lib.mjs';
@@ -8,7 +8,7 @@ import { median } from './lib.mjs';
 export const BEGIN = '<!-- bench:results:begin (written by npm run bench; edit outside the markers) -->';
 export const END = '<!-- bench:results:end -->';
 
-/** The targets of issue 6 at 32 connections, by scenario. */
+/** The targets at 32 connections, by scenario. */
 const RATIO_TARGETS = { me: 0.65, refresh: 0.2, 'sign-in': 0.85, 'sign-up': 0.7, jwks: 0.5 };
 const P99_TARGETS = { me: 10 };
 const PEAK_RSS_TARGET_MIB = 200;

@@ -1,4 +1,4 @@
-// `npm run bench` (issue 6): measures the built service on this machine against reference
+// `npm run bench`: measures the built service on this machine against reference
 // servers that show the ceiling, and writes docs/performance.json (raw) and the results
 // section of docs/performance.md (medians and spread). Not a test: it asserts nothing and is
 // not part of `npm test` or .ci/run. See docs/performance.md for what it does and why.

@@ -3,7 +3,7 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { rsaKeyFileProblem } from './modules/keys/keys.service.js';
 
-/** SMTP transport security: none, required STARTTLS upgrade, or implicit TLS (decisions.md §2). */
+/** SMTP transport security: none, required STARTTLS upgrade, or implicit TLS (README "Configuration"). */
 export type SmtpTlsMode = 'none' | 'starttls' | 'tls';
 
 export interface SmtpConfig {
@@ -59,7 +59,7 @@ export interface Config {
   readonly trustProxy: boolean;
   readonly corsOrigins: readonly string[];
   readonly logLevel: LogLevel;
-  /** Serve the demo page at GET /auth/v0/demo (DEMO_PAGE, default false; issue 5 point 6). */
+  /** Serve the demo page at GET /auth/v0/demo (DEMO_PAGE, default false). */
   readonly demoPage: boolean;
   readonly argon2: Argon2Params;
   /** Requests allowed per window; 0 disables a limit (see {@link RateLimitSettings}). */
@@ -106,7 +106,7 @@ export interface RateLimitSettings {
 /** OWASP Password Storage Cheat Sheet, argon2id first configuration; also the lowest accepted values. */
 export const OWASP_ARGON2_MINIMUM: Argon2Params = Object.freeze({ memoryCost: 19456, timeCost: 2, parallelism: 1 });
 
-/** Defaults and bounds of decisions.md §2, in seconds unless named otherwise. */
+/** Defaults and bounds of README "Configuration", in seconds unless named otherwise. */
 const DEFAULT_PORT = 3000;
 /** SMTP submission port with STARTTLS (RFC 6409) and implicit-TLS submission port (RFC 8314). */
 const SMTP_SUBMISSION_PORT = 587;
@@ -121,7 +121,7 @@ const MIN_SESSION_TTL = 60;
 const MAX_SESSION_TTL = 365 * ONE_DAY;
 const DEFAULT_CODE_TTL = 900;
 const MIN_CODE_TTL = 60;
-/** Refresh grace window off by default: the spec's strict rule (spec §5 rule 4). */
+/** Refresh grace window off by default: the strict rule (docs/api.md#reuse-detection). */
 const DEFAULT_REFRESH_GRACE = 0;
 /** Longest refresh grace window accepted: one JWKS cache lifetime is far beyond two racing tabs. */
 const MAX_REFRESH_GRACE = 300;
@@ -195,7 +195,7 @@ const FILE_BACKED = ['DATABASE_URL', 'SMTP_USERNAME', 'SMTP_PASSWORD'] as const;
 const LOG_LEVELS: readonly LogLevel[] = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
 
 /**
- * Reads and validates the configuration from environment variables (decisions.md §2).
+ * Reads and validates the configuration from environment variables (README "Configuration").
  *
  * @param env the environment, `process.env` in production; tests pass a plain object.
  * @returns a deeply frozen {@link Config}.
@@ -307,7 +307,7 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>>): C
     if (problem !== undefined) problems.push(`JWT_PUBLIC_KEY_FILES: ${problem}`);
   }
 
-  // decisions.md §5: 0 is the spec's strict reuse rule; above 0 the live token's parent may be
+  // docs/api.md#refresh-token-rotation: 0 is the strict reuse rule; above 0 the live token's parent may be
   // presented again within this many seconds of its rotation (two tabs refreshing at once).
   const refreshReuseGraceSeconds = int('REFRESH_REUSE_GRACE_SECONDS', DEFAULT_REFRESH_GRACE, 0, MAX_REFRESH_GRACE);
 
@@ -318,7 +318,7 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>>): C
     problems.push(`RETENTION_OUTBOX_DEAD_DAYS: must be at least RETENTION_OUTBOX_DAYS (${retentionOutboxDays}), got ${retentionOutboxDeadDays}`);
   }
 
-  // Issue 5: Prometheus metrics on a listener of their own, so the scrape endpoint can stay private.
+  // Prometheus metrics on a listener of their own, so the scrape endpoint can stay private.
   const metricsPort = str('METRICS_PORT') === undefined ? undefined : int('METRICS_PORT', DEFAULT_PORT, 1, MAX_PORT);
   if (metricsPort !== undefined && String(metricsPort) === (str('PORT') ?? String(DEFAULT_PORT))) {
     problems.push(`METRICS_PORT: must differ from PORT (${metricsPort})`);

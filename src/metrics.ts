@@ -1,7 +1,7 @@
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { RevocationReason } from './modules/sessions/sessions.repo.js';
 
-/** How a sign-in ended (issue 5 point 3): `locked` is the 429 of a rate limit (decisions.md, "Rate limits"). */
+/** How a sign-in ended: `locked` is the 429 of a rate limit (decisions.md, "Rate limits"). */
 export type SignInOutcome = 'success' | 'bad_credentials' | 'unverified' | 'locked';
 
 /**
@@ -12,11 +12,11 @@ export type SignInOutcome = 'success' | 'bad_credentials' | 'unverified' | 'lock
  */
 export type RefreshOutcome = 'rotated' | 'grace_replay' | 'reused' | 'invalid' | 'missing';
 
-/** What became of a failed send: another try later, or the row is dead (decisions.md §8). */
+/** What became of a failed send: another try later, or the row is dead (docs/decisions.md#email-outbox). */
 export type EmailFailureOutcome = 'retry' | 'dead';
 
 /**
- * The outbox row statuses (decisions.md §8) that `auth_outbox_emails` reports, each a series:
+ * The outbox row statuses (docs/decisions.md#email-outbox) that `auth_outbox_emails` reports, each a series:
  * the backlog and the rows given up. Sent and cancelled rows are not counted: they are most of
  * the table, and counting them made every scrape read all of it (docs/performance.md,
  * "Retention and the cost of a growing database"); `auth_emails_sent_total` counts sends.
@@ -51,7 +51,7 @@ export const HTTP_DURATION_BUCKETS_SECONDS: readonly number[] = [0.005, 0.01, 0.
 const PREFIX = 'auth_';
 
 /**
- * The service's Prometheus metrics (issue 5 point 3) in a registry of their own, so several
+ * The service's Prometheus metrics in a registry of their own, so several
  * apps in one process (tests) never share or clash. Services receive this object as a
  * dependency and call it where an outcome is decided; `GET /metrics` serialises `registry`.
  */

@@ -17,7 +17,7 @@ const EXIT_OK = 0;
 /**
  * Starts the service, as `npm start` (`main.ts`) and `latchkey serve` (`cli.ts`) both do:
  * configuration from `env`, the database, migrations (unless MIGRATE_ON_START=false, in which
- * case a schema that is behind stops the start, decisions.md §1), the app, then listen on
+ * case a schema that is behind stops the start, docs/operations.md), the app, then listen on
  * HOST:PORT. SIGTERM and SIGINT close the server, the outbox worker and the database, and exit
  * the process with 0 (1 when closing fails or takes over {@link SHUTDOWN_TIMEOUT_MS}).
  *

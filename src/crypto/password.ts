@@ -5,12 +5,12 @@ import type { Argon2Params } from '../config.js';
 /** `Algorithm.Argon2id` of @node-rs/argon2 (a const enum in its typings, so written out here). */
 const ARGON2ID = 2;
 
-/** Password length bounds in Unicode code points (spec §8, decisions.md §3). */
+/** Password length bounds in Unicode code points (docs/api.md#rules, docs/api.md#identifiers). */
 export const PASSWORD_MIN_CODE_POINTS = 8;
 export const PASSWORD_MAX_CODE_POINTS = 72;
 
 /**
- * NFKC-normalises a password (decisions.md §3; NIST SP 800-63B-4 §3.1.1.2). Never trims or truncates.
+ * NFKC-normalises a password (docs/api.md#identifiers; NIST SP 800-63B-4 §3.1.1.2). Never trims or truncates.
  * @returns the normalised password, or undefined when it falls outside 8 to 72 code points.
  */
 export function normalizePassword(password: string): string | undefined {
@@ -34,7 +34,7 @@ export interface PasswordHasher {
    * Whether a stored PHC string should be replaced by a fresh hash with the current parameters:
    * true when its algorithm is not argon2id, its version is not 1.3 (`v=19`), its `m`, `t` or `p`
    * is below the configured one, or it cannot be parsed. Call it only after {@link verify}
-   * succeeded, since the new hash needs the plaintext (issue 3 point 3; OWASP Password Storage
+   * succeeded, since the new hash needs the plaintext (OWASP Password Storage
    * Cheat Sheet: the work factor is raised over time and hashes are upgraded at the next login).
    * Never throws; costs no hashing.
    */

@@ -1,6 +1,6 @@
 import { createHash, createHmac, randomBytes, randomInt, timingSafeEqual } from 'node:crypto';
 
-/** Refresh token entropy: 32 bytes = 256 bits (decisions.md §4). */
+/** Refresh token entropy: 32 bytes = 256 bits (docs/api.md#access-token). */
 export const REFRESH_TOKEN_BYTES = 32;
 /** Length of a refresh token's text: 32 bytes in unpadded base64url. */
 const REFRESH_TOKEN_TEXT_LENGTH = 43;
@@ -36,7 +36,7 @@ export function isRefreshTokenText(text: string): boolean {
   return text.length === REFRESH_TOKEN_TEXT_LENGTH && decodeCanonicalBase64url(text)?.length === REFRESH_TOKEN_BYTES;
 }
 
-/** SHA-256 of `value`, base64url. The at-rest form of refresh tokens (decisions.md §4). */
+/** SHA-256 of `value`, base64url. The at-rest form of refresh tokens (docs/api.md#access-token). */
 export function sha256(value: string): string {
   return createHash('sha256').update(value, 'utf8').digest('base64url');
 }
@@ -46,10 +46,10 @@ export function hmacSha256(key: Buffer, value: string): string {
   return createHmac('sha256', key).update(value, 'utf8').digest('base64url');
 }
 
-/** Digits of a verification code (spec §8: exactly 6). */
+/** Digits of a verification code (docs/api.md#rules: exactly 6). */
 export const VERIFICATION_CODE_DIGITS = 6;
 
-/** A 6-digit verification code, uniformly drawn from the CSPRNG (decisions.md §6). */
+/** A 6-digit verification code, uniformly drawn from the CSPRNG (docs/api.md#verification-codes). */
 export function newVerificationCode(): string {
   return randomInt(0, 10 ** VERIFICATION_CODE_DIGITS).toString().padStart(VERIFICATION_CODE_DIGITS, '0');
 }

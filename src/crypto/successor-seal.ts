@@ -3,7 +3,7 @@ import { decodeCanonicalBase64url, REFRESH_TOKEN_BYTES } from './secrets.js';
 
 /**
  * Sealing of a refresh token's successor under a key that only the holder of the (parent)
- * token can derive, for the refresh grace window (decisions.md §5: "encrypted under a key
+ * token can derive, for the refresh grace window (docs/api.md#reuse-grace-window: "encrypted under a key
  * derived from the parent token, so the database alone never yields a usable token").
  *
  * Key: HKDF-SHA-256 (RFC 5869) over the 32 raw bytes of the parent token, empty salt (the input

@@ -16,7 +16,7 @@ Options:
 `;
 
 /**
- * `latchkey migrate` (decisions.md §1, spec §9 rule 3): applies pending migrations and
+ * `latchkey migrate` (docs/operations.md, docs/operations.md): applies pending migrations and
  * reports the schema version ("Schema is current (version N)." when nothing was pending).
  *
  * @param argv the arguments after `migrate`; only `--help` is accepted.

@@ -6,7 +6,7 @@ import type { Db } from './db.js';
 
 /** Postgrator's version table. */
 const SCHEMA_TABLE = 'schema_version';
-/** Key of the PostgreSQL advisory lock that serialises migrations across instances (decisions.md §1). */
+/** Key of the PostgreSQL advisory lock that serialises migrations across instances (docs/operations.md). */
 const MIGRATION_LOCK_KEY = 7_243_001;
 
 /**
@@ -91,7 +91,7 @@ export class SchemaBehindError extends Error {
 }
 
 /**
- * Brings the schema to what the code needs before the service starts (decisions.md §1, spec §9
+ * Brings the schema to what the code needs before the service starts (docs/operations.md, docs/operations.md
  * rule 3): migrates when `migrateOnStart`, else only checks.
  * @throws {SchemaBehindError} when the schema is behind and `migrateOnStart` is false.
  */

@@ -9,7 +9,7 @@ export const PGLITE_SUBDIR = 'pglite';
 
 /**
  * Opens the configured database: PostgreSQL when DATABASE_URL is set, else the embedded
- * PGlite database in `DATA_DIR/pglite` (decisions.md §1).
+ * PGlite database in `DATA_DIR/pglite` (docs/operations.md).
  *
  * PGlite is one process's in-memory copy of its files: a second process on the same directory
  * would silently lose one side's writes. So the embedded database is opened only under the

@@ -7,7 +7,7 @@ export interface PostgresOptions {
   readonly url: string;
   /** Largest number of pooled connections. */
   readonly poolMax: number;
-  /** How long to wait for a connection before failing, in milliseconds (keeps outages fast, issue 4). */
+  /** How long to wait for a connection before failing, in milliseconds (keeps outages fast). */
   readonly connectionTimeoutMillis?: number;
 }
 
@@ -40,7 +40,7 @@ export const QUERY_TIMEOUT_MS = STATEMENT_TIMEOUT_MS + 1_000;
  * PostgreSQL `idle_in_transaction_session_timeout`: the server ends a session that sits idle
  * inside a transaction for this long (its instance hung, or lost the network mid-transaction),
  * which releases its row locks for the other instances. The service's transactions never wait on
- * anything but their own statements (no network call inside one, decisions.md §8).
+ * anything but their own statements (no network call inside one, docs/decisions.md#email-outbox).
  */
 export const IDLE_IN_TRANSACTION_TIMEOUT_MS = 10_000;
 

@@ -9,7 +9,7 @@ declare module 'fastify' {
 }
 
 /**
- * Builds the `onRequest` hook for Bearer routes (spec §5): verifies the access token and its
+ * Builds the `onRequest` hook for Bearer routes (docs/api.md#refresh-cookie): verifies the access token and its
  * session before the body is even read, and stores the caller on `request.auth`.
  * Failures answer 401 through the error handler. `buildApp` declares the `auth` decorator.
  */

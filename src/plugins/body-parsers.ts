@@ -19,7 +19,7 @@ function takesBody(request: FastifyRequest): boolean {
 /**
  * Request body parsing. Routes that declare a body schema accept only JSON: an empty body
  * becomes `undefined` (so the schema answers "required"), malformed JSON and other content
- * types answer the route's `*.validation_failed` (400, decisions.md §7), and so do strings
+ * types answer the route's `*.validation_failed` (400, docs/api.md#error-codes), and so do strings
  * with NUL or lone surrogates (PostgreSQL text cannot store them). Routes that take no
  * body (refresh, logout, ...) ignore whatever body a client sends, so a browser `fetch` with a
  * stray `Content-Type: application/json` still works. The body limit still applies (413).

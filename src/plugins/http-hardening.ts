@@ -5,7 +5,7 @@ import fastifyCors from '@fastify/cors';
 import { ERROR_CATALOG } from '../errors.js';
 import { sendError } from './error-handler.js';
 
-/** The HTTP methods of the interface (spec §4): what a CORS preflight may ask for. */
+/** The HTTP methods of the interface (docs/api.md#operations): what a CORS preflight may ask for. */
 export const CORS_METHODS: readonly string[] = ['GET', 'HEAD', 'POST', 'DELETE'];
 
 /** The JSON content type of every body this service writes. */
@@ -45,7 +45,7 @@ export function slowClientServerOptions(): Pick<FastifyHttpOptions<Server>, 'con
 
 /**
  * Headers every answer carries (docs/decisions.md, "Caching"): `Cache-Control: no-store` unless
- * the route set its own policy (only the JWKS does: `public, max-age=300`, spec §4), and
+ * the route set its own policy (only the JWKS does: `public, max-age=300`, docs/api.md#operations), and
  * `X-Content-Type-Options: nosniff`.
  */
 export function setResponseSecurityHeaders(reply: FastifyReply): void {
@@ -59,7 +59,7 @@ export function setResponseSecurityHeaders(reply: FastifyReply): void {
  * catalog's `request.invalid` body `{code, message}`, JSON with charset, `no-store` and
  * `nosniff`, then closes the connection. The status is Fastify's default: 408 for a timeout,
  * 431 for oversized headers, else 400. Replaces Fastify's default handler, whose body
- * (`{error, message, statusCode}`) is not the spec's Error (§7).
+ * (`{error, message, statusCode}`) is not the service's Error body (docs/api.md#error-body).
  */
 export function answerClientError(err: NodeJS.ErrnoException, socket: Duplex): void {
   if (err.code === 'ECONNRESET' || socket.destroyed) return;
@@ -76,7 +76,7 @@ export function answerClientError(err: NodeJS.ErrnoException, socket: Duplex): v
   socket.destroy(err);
 }
 
-/** Trims an `email` member of a body or query object in place (decisions.md §3). */
+/** Trims an `email` member of a body or query object in place (docs/api.md#identifiers). */
 function trimEmailMember(input: unknown): void {
   if (input !== null && typeof input === 'object' && 'email' in input && typeof input.email === 'string') {
     (input as { email: string }).email = input.email.trim();
@@ -115,7 +115,7 @@ export async function registerHttpHardening(app: FastifyInstance, options: { cor
     if (closing) sendError(reply, 'service_unavailable');
     else done();
   });
-  // decisions.md §3: emails are trimmed. Trim before validation so that the email format check
+  // docs/api.md#identifiers: emails are trimmed. Trim before validation so that the email format check
   // sees the trimmed address (body and query alike).
   app.addHook('preValidation', (request, _reply, done) => {
     trimEmailMember(request.body);

@@ -66,7 +66,7 @@ function pathOf(request: FastifyRequest): string {
 }
 
 /**
- * One JSON line per answered request (issue 5 point 5), at `info`, message `request completed`:
+ * One JSON line per answered request, at `info`, message `request completed`:
  * `reqId`, `method`, `route` (the pattern, e.g. `/auth/v0/sessions/:session_id`; absent for an
  * unknown path), `path` (no query string), `status`, `durationMs`, `ip`. Never the query string,
  * headers, cookies or bodies. Routes with `config.quietRequestLog` (health, metrics) log their

@@ -23,7 +23,7 @@ interface CommandRun {
   stderr: string;
 }
 
-/** SMTP reply that fails a message permanently: the worker marks its row dead at once (decisions.md §8). */
+/** SMTP reply that fails a message permanently: the worker marks its row dead at once (docs/decisions.md#email-outbox). */
 const SMTP_PERMANENT_FAILURE = 550;
 /** SMTP reply for a transient failure: the row is retried later. */
 const SMTP_TRANSIENT_FAILURE = 451;

@@ -8,7 +8,7 @@ beforeAll(async () => {
 });
 afterAll(async () => database.drop());
 
-describe('migrations (decisions.md §1)', () => {
+describe('migrations (docs/operations.md)', () => {
   it('a migrated database is current and migrating again applies nothing', async () => {
     const status = await schemaStatus(database.db);
     expect(status.current).toBe(status.latest);

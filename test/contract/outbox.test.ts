@@ -108,7 +108,7 @@ describe('email outbox with a real SMTP server', () => {
     await ctx.app.outbox.runOnce();
     expect(mailsTo(email)).toHaveLength(1);
 
-    // One delivery attempt was made, and the row counts it (spec §1 rule 2, decisions.md §8).
+    // One delivery attempt was made, and the row counts it (docs/api.md#sign-up, docs/decisions.md#email-outbox).
     expect(sent.attempts).toBe(1);
   });
 

@@ -5,10 +5,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestContext, type TestContext } from '../helpers/context.js';
 import { createVerifiedUser, keysOf, signIn, withBearer } from '../helpers/flows.js';
 
-/** ACCESS_TOKEN_TTL_SECONDS default (decisions.md §2). */
+/** ACCESS_TOKEN_TTL_SECONDS default (README "Configuration"). */
 const ACCESS_TTL = 900;
 /**
- * decisions.md §4 allows "at most a few seconds" of leeway on `exp`/`nbf`; a token this many
+ * docs/api.md#access-token allows "at most a few seconds" of leeway on `exp`/`nbf`; a token this many
  * seconds past its expiry (or this far in its future) must be refused under any such leeway.
  */
 const BEYOND_LEEWAY = 10;

@@ -9,7 +9,7 @@ import { createTestDatabase, type TestDatabase } from '../helpers/database.js';
 import { uniqueName } from '../helpers/flows.js';
 
 /**
- * Issue 3 point 2 (ASVS 5.0 V6.3.8): sign-in with an unknown identifier and with a wrong
+ * User enumeration (ASVS 5.0 V6.3.8): sign-in with an unknown identifier and with a wrong
  * password must not differ in status, body or time. This suite uses the production argon2id
  * parameters (m=19456 KiB, t=2, p=1), so the hash dominates both paths as it does in production.
  */

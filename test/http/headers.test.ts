@@ -1,5 +1,5 @@
 /**
- * Response headers and cookies (issue 3 point 7; docs/decisions.md "Caching"; spec §4 and §5):
+ * Response headers and cookies (docs/decisions.md "Caching"; docs/api.md#operations):
  * `Cache-Control: no-store` on everything but the JWKS, which is `public, max-age=300`;
  * `X-Content-Type-Options: nosniff` everywhere; JSON with `charset=utf-8`; CORS only for
  * CORS_ORIGINS; the 16 KiB body cap; the refresh cookie's exact attributes, clearing included.
@@ -32,7 +32,7 @@ import {
 
 /** decisions.md: request bodies are capped at 16 KiB. */
 const BODY_LIMIT = 16 * 1024;
-/** SESSION_TTL_SECONDS default (decisions.md §2) = refresh cookie Max-Age at sign-in. */
+/** SESSION_TTL_SECONDS default (README "Configuration") = refresh cookie Max-Age at sign-in. */
 const SESSION_TTL = 2_592_000;
 /** Seconds the clock moves between sign-in and refresh, so the refresh Max-Age is visibly the remainder. */
 const ELAPSED_BEFORE_REFRESH = 120;
@@ -162,7 +162,7 @@ describe('Cache-Control, nosniff and Content-Type', () => {
     }
   });
 
-  it('GET and HEAD /.well-known/jwks.json: Cache-Control exactly "public, max-age=300" (spec §4, §8), nosniff, JSON with charset', async () => {
+  it('GET and HEAD /.well-known/jwks.json: Cache-Control exactly "public, max-age=300" (docs/api.md#operations), nosniff, JSON with charset', async () => {
     for (const method of ['GET', 'HEAD'] as const) {
       const res = await ctx.app.inject({ method, url: '/auth/v0/.well-known/jwks.json' });
       expect(res.statusCode).toBe(200);
@@ -203,7 +203,7 @@ describe('Cache-Control, nosniff and Content-Type', () => {
     ];
     for (const [code, pendingResponse] of cases) expectError(await pendingResponse, code);
 
-    // 429 with Retry-After: the second resend for one address within 60 s (decisions.md §6).
+    // 429 with Retry-After: the second resend for one address within 60 s (docs/api.md#verification-codes).
     const address = `${uniqueName('resend')}@example.test`;
     expect((await postJson(ctx, '/auth/v0/verify-email/resend', { email: address })).statusCode).toBe(204);
     const limited = await postJson(ctx, '/auth/v0/verify-email/resend', { email: address });
@@ -346,7 +346,7 @@ describe('body limit: 16 KiB', () => {
   });
 });
 
-describe('refresh cookie attributes (spec §5 rules 2 and 3)', () => {
+describe('refresh cookie attributes (docs/api.md#refresh-cookie)', () => {
   /** Exactly one Set-Cookie, the refresh cookie, with exactly Path, HttpOnly, Secure, SameSite=Strict and Max-Age. */
   function expectOnlyRefreshCookie(res: LightMyRequestResponse, maxAge: number): SetCookie {
     const all = setCookies(res);
@@ -386,7 +386,7 @@ describe('refresh cookie attributes (spec §5 rules 2 and 3)', () => {
     );
   });
 
-  it('no other answer sets a cookie: revoke one session (spec §4 rule 4), me, sessions, JWKS, errors', async () => {
+  it('no other answer sets a cookie: revoke one session (docs/api.md#revoke-one-session), me, sessions, JWKS, errors', async () => {
     const a = await signIn(ctx, { username: user.username, password: user.password });
     const b = await signIn(ctx, { username: user.username, password: user.password });
     const responses = [

@@ -1,5 +1,5 @@
 /**
- * Health probes (issue 5 point 2): `GET /healthz` answers 200 while the process serves;
+ * Health probes: `GET /healthz` answers 200 while the process serves;
  * `GET /readyz` answers 200 only when the database answers `SELECT 1` and its schema is
  * current, else 503 `service_unavailable`. Both outside `/auth/v0`, both `no-store`.
  */

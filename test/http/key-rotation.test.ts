@@ -28,9 +28,9 @@ import { refreshCookieOf, uniqueName } from '../helpers/flows.js';
 
 /** RFC 7638 SHA-256 thumbprint in base64url: 43 characters. */
 const KID_PATTERN = /^[A-Za-z0-9_-]{43}$/;
-/** ACCESS_TOKEN_TTL_SECONDS default (decisions.md §2). */
+/** ACCESS_TOKEN_TTL_SECONDS default (README "Configuration"). */
 const ACCESS_TTL = 900;
-/** Beyond the "few seconds" of exp leeway decisions.md §4 allows. */
+/** Beyond the "few seconds" of exp leeway docs/api.md#access-token allows. */
 const BEYOND_LEEWAY = 10;
 const PASSWORD = 'correct horse battery staple';
 

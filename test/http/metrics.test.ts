@@ -1,5 +1,5 @@
 /**
- * Prometheus metrics (issue 5 point 3): `GET /metrics` in the text format, per-app registries,
+ * Prometheus metrics: `GET /metrics` in the text format, per-app registries,
  * request counts and latency per route pattern and status, sign-in and refresh outcomes,
  * sessions revoked by cause, emails sent and failed, the outbox backlog read at scrape time,
  * the process defaults, and METRICS_PORT (a listener of its own).

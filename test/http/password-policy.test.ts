@@ -252,7 +252,7 @@ describe('PasswordHasher.needsRehash', () => {
   });
 });
 
-describe('argon2id hash upgrade at sign-in (issue 3 point 3)', () => {
+describe('argon2id hash upgrade at sign-in', () => {
   /** A second instance of the service on the same database and key, hashing with `params`. */
   async function instanceWith(params: { memoryCost: number; timeCost: number; parallelism: number }) {
     const app = await buildApp({

@@ -9,7 +9,7 @@ import { createTestContext, type TestContext } from '../helpers/context.js';
 import { createVerifiedUser, refresh, refreshCookieOf, signIn, withBearer } from '../helpers/flows.js';
 
 /**
- * Refresh grace window (decisions.md §5, issue 3 point 6): with REFRESH_REUSE_GRACE_SECONDS > 0
+ * Refresh grace window (docs/api.md#reuse-grace-window): with REFRESH_REUSE_GRACE_SECONDS > 0
  * the live token's immediate parent, presented within the window, gets the live token back;
  * an older token, or the parent after the window, is reuse. With 0 the strict rule stays.
  */

@@ -1,5 +1,5 @@
 /**
- * Structured request logs (issue 5 point 5): one JSON line per request with `reqId`, `method`,
+ * Structured request logs: one JSON line per request with `reqId`, `method`,
  * `route` (pattern), `path` (no query), `status`, `durationMs` and `ip`; the request id taken
  * from a sane incoming `X-Request-Id` or generated, and echoed in the response; never a query
  * string, a secret, a cookie or an Authorization header; pretty output only for a terminal.

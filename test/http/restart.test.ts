@@ -22,7 +22,7 @@ async function start() {
   return { app, db, stop: async () => (await app.close(), await db.close()) };
 }
 
-describe('zero-configuration start (decisions.md §1)', () => {
+describe('zero-configuration start (docs/operations.md)', () => {
   it('keeps users, sessions and the signing key in DATA_DIR: tokens stay valid across restarts', async () => {
     const first = await start();
     const signUp = await first.app.inject({ method: 'POST', url: '/auth/v0/sign-up', payload: { username: 'restart_user', phone: '+15550001111', password: 'a long enough password' } });

@@ -31,7 +31,7 @@ function respell(token: string, bits: number): string {
 // ---------------------------------------------------------------------------------------------
 // Assertions
 
-/** Asserts an Error body (spec §7): exactly `{code, message}` with string values, served as JSON. */
+/** Asserts an Error body (docs/api.md#error-body): exactly `{code, message}` with string values, served as JSON. */
 function expectErrorBody(res: LightMyRequestResponse, what = ''): { code: string; message: string } {
   expect(res.headers['content-type'], `${what} ${res.body}`).toMatch(/^application\/json/);
   const body = JSON.parse(res.body) as Record<string, unknown>;
@@ -371,7 +371,7 @@ describe('stray bodies on routes without a body', () => {
 });
 
 describe('sign-in with a username no user can have', () => {
-  // SignInRequest puts no rule on `username` (spec §2), so these are well-formed requests that
+  // SignInRequest puts no rule on `username` (docs/api.md#operations), so these are well-formed requests that
   // name nobody: 401 auth.invalid_credentials (a 400 validation failure would also be acceptable).
   it.each([
     ['a NUL character', (name: string) => `${name}\u0000`],

@@ -8,10 +8,10 @@ beforeAll(async () => {
 });
 afterAll(async () => ctx.close());
 
-/** The security events (issue 3 point 8) logged since `from`. */
+/** The security events logged since `from`. */
 const eventsSince = (from: number) => ctx.logs.slice(from).filter((l) => l.securityEvent === true);
 
-describe('security events in the log (issue 3 point 8)', () => {
+describe('security events in the log', () => {
   it('sign-in success, failure and lockout, refresh-token reuse, password change and every revocation are structured events with ids and client IP, never a secret', async () => {
     const from = ctx.logs.length;
     const user = await createVerifiedUser(ctx);

@@ -29,7 +29,7 @@ interface WireSession {
   current: boolean;
 }
 
-/** Asserts an Error body (spec §7): exactly `{code, message}`, JSON, with the given status and code. */
+/** Asserts an Error body (docs/api.md#error-body): exactly `{code, message}`, JSON, with the given status and code. */
 function expectError(res: LightMyRequestResponse, status: number, code: string): void {
   expect(res.statusCode, res.body).toBe(status);
   expect(res.headers['content-type']).toMatch(/^application\/json/);
@@ -37,7 +37,7 @@ function expectError(res: LightMyRequestResponse, status: number, code: string):
   expect(keysOf(res.json())).toEqual(['code', 'message']);
 }
 
-/** Asserts exactly one refresh_token clearing cookie (spec §5 rule 3). */
+/** Asserts exactly one refresh_token clearing cookie (docs/api.md#refresh-cookie). */
 function expectClearingCookie(res: LightMyRequestResponse): void {
   const cookies = setCookies(res).filter((c) => c.name === 'refresh_token');
   expect(cookies).toHaveLength(1);

@@ -16,7 +16,7 @@ import {
   type SetCookie,
 } from '../helpers/flows.js';
 
-/** SESSION_TTL_SECONDS default (decisions.md §2): absolute session lifetime = cookie Max-Age. */
+/** SESSION_TTL_SECONDS default (README "Configuration"): absolute session lifetime = cookie Max-Age. */
 const SESSION_TTL = 2_592_000;
 /** ACCESS_TOKEN_TTL_SECONDS default. */
 const ACCESS_TTL = 900;

@@ -1,5 +1,5 @@
 /**
- * Token attacks of issue 3 point 4 that test/http/access-token.test.ts does not already cover
+ * Token attacks that test/http/access-token.test.ts does not already cover
  * (RFC 8725 §2 and §3; OWASP ASVS 5.0 V9.1): key-carrying headers (`jku`, `x5u`, `jwk`) that
  * must never be fetched or trusted, token confusion between the service's own credentials
  * (verification code, refresh token, access token), a wrong `typ`, and `crit` extensions.
@@ -15,7 +15,7 @@ import { ERROR_CATALOG, type ErrorCode } from '../../src/errors.js';
 import { createTestContext, type TestContext } from '../helpers/context.js';
 import { createVerifiedUser, latestCode, postJson, refresh, signIn, signUp } from '../helpers/flows.js';
 
-/** ACCESS_TOKEN_TTL_SECONDS default (decisions.md §2). */
+/** ACCESS_TOKEN_TTL_SECONDS default (README "Configuration"). */
 const ACCESS_TTL = 900;
 /** A loopback port nothing listens on: a fetch there would fail fast rather than hang. */
 const CLOSED_PORT_URL = 'http://127.0.0.1:1/';
@@ -98,7 +98,7 @@ function expectError(res: LightMyRequestResponse, code: ErrorCode): void {
   expect(res.json()).toEqual({ code, message: ERROR_CATALOG[code].message });
 }
 
-describe('token attacks (issue 3 point 4, RFC 8725)', () => {
+describe('token attacks (RFC 8725)', () => {
   it('control: a hand-built token with the service header, key and claims is accepted', async () => {
     const res = await me(signRaw(serviceHeader()));
     expect(res.statusCode, res.body).toBe(200);

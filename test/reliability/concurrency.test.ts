@@ -5,7 +5,7 @@ import { createTestContext, type TestContext } from '../helpers/context.js';
 import { createVerifiedUser, postJson, refresh, refreshCookieOf, signIn, withBearer } from '../helpers/flows.js';
 
 /**
- * Concurrency (issue 4 point 3), through the same buildApp as production, on PGlite and on
+ * Concurrency, through the same buildApp as production, on PGlite and on
  * PostgreSQL. Already covered elsewhere and not repeated here: 50 parallel wrong codes and the
  * right code twice in parallel (test/http/verify-email.test.ts), two parallel password changes
  * and sign-in racing a password change (test/http/sessions.test.ts), 10 parallel refreshes
@@ -15,7 +15,7 @@ import { createVerifiedUser, postJson, refresh, refreshCookieOf, signIn, withBea
  * handed out is refused afterwards.
  */
 
-/** Parallel requests with one refresh token (issue 4 point 3). */
+/** Parallel requests with one refresh token. */
 const PARALLEL_REFRESHES = 20;
 /**
  * Times each race is run: the refresh lands before, during or after the revocation, differently

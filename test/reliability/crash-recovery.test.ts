@@ -12,7 +12,7 @@ import { startFaultSmtpServer, type FaultSmtpServer } from './helpers/fault-smtp
 import { startService, stopService, type ServiceProcess } from './helpers/service-process.js';
 
 /**
- * Crash safety (issue 4 point 2): the real service on a fresh PostgreSQL database is killed
+ * Crash safety: the real service on a fresh PostgreSQL database is killed
  * with SIGKILL in the middle of a load of sign-ups and refreshes, then started again on the same
  * database and DATA_DIR. What every client was told before the crash must still hold after it.
  *

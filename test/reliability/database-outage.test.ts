@@ -10,7 +10,7 @@ import { createAppContext, ON_POSTGRES } from './helpers/app-context.js';
 import { startTcpProxy, type TcpProxy } from './helpers/tcp-proxy.js';
 
 /**
- * Database outage (issue 4 point 5). The app's pool reaches the shared PostgreSQL server only
+ * Database outage. The app's pool reaches the shared PostgreSQL server only
  * through a TCP proxy started here, which the test cuts (resets every connection), black-holes
  * (forwards nothing, answers nothing) and restores, without touching the server other test
  * files use. PostgreSQL only: PGlite runs inside the process and has no connection to lose.
@@ -150,7 +150,7 @@ describe.runIf(ON_POSTGRES)('database outage (PostgreSQL only: PGlite runs in-pr
   });
 });
 
-describe.runIf(ON_POSTGRES)('/healthz and /readyz during a database outage (PostgreSQL only; routes of issue 5)', () => {
+describe.runIf(ON_POSTGRES)('/healthz and /readyz during a database outage (PostgreSQL only; routes)', () => {
   let database: TestDatabase;
   let proxy: TcpProxy;
   let appDb: Db;

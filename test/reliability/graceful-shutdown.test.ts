@@ -15,7 +15,7 @@ import { startFaultSmtpServer, type FaultSmtpServer } from './helpers/fault-smtp
 import { connectionRefused, exitWithin, startService, stopService, type ServiceProcess } from './helpers/service-process.js';
 
 /**
- * Graceful shutdown (issue 4 point 6) of the real service, `node dist/service/main.js`, on
+ * Graceful shutdown of the real service, `node dist/service/main.js`, on
  * 127.0.0.1: SIGTERM while requests are in flight and while the outbox worker holds a lease on
  * a row whose SMTP send hangs. On PGlite (in DATA_DIR) and, in the postgres project, on a fresh
  * PostgreSQL database.

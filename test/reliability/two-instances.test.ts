@@ -13,7 +13,7 @@ import { createAppContext, ON_POSTGRES } from './helpers/app-context.js';
 import { messageIdOf } from './helpers/fault-smtp.js';
 
 /**
- * Two service instances on one PostgreSQL database (issue 4 point 4), the way the service
+ * Two service instances on one PostgreSQL database, the way the service
  * scales out: two apps, each with its own connection pool and its own outbox worker running in
  * the background, sharing only the database, the signing key (one DATA_DIR) and the SMTP relay.
  * PostgreSQL only: PGlite is one process's embedded database.

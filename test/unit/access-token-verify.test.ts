@@ -54,7 +54,7 @@ beforeAll(async () => {
 });
 
 /**
- * The oracle: jose's `jwtVerify` with the options the service passed it before issue 6, plus the
+ * The oracle: jose's `jwtVerify` with the options the service passed it before plus the
  * checks the service made on its result (UUID `sub` and `sid`, string `jti`, numeric `exp`).
  */
 async function joseVerify(token: string): Promise<AccessTokenClaims | undefined> {

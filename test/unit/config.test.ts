@@ -5,7 +5,7 @@ import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ConfigError, loadConfig } from '../../src/config.js';
 
-describe('loadConfig (decisions.md §2)', () => {
+describe('loadConfig (README "Configuration")', () => {
   it('zero configuration gives the documented defaults', () => {
     const c = loadConfig({});
     expect(c).toMatchObject({

@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { ERROR_CATALOG } from '../../src/errors.js';
 
-describe('error catalog (decisions.md §7)', () => {
+describe('error catalog (docs/api.md#error-codes)', () => {
   it('every code is documented in docs/errors.md with its status', () => {
     const doc = readFileSync(new URL('../../docs/errors.md', import.meta.url), 'utf8');
     for (const [code, { status }] of Object.entries(ERROR_CATALOG)) {
@@ -10,7 +10,7 @@ describe('error catalog (decisions.md §7)', () => {
     }
   });
 
-  it('uses the statuses decisions.md §7 gives', () => {
+  it('uses the statuses docs/api.md#error-codes gives', () => {
     const byStatus = (s: number) => Object.entries(ERROR_CATALOG).filter(([, v]) => v.status === s).map(([k]) => k).sort();
     expect(byStatus(401)).toEqual([
       'auth.invalid_access_token', 'auth.invalid_credentials', 'auth.invalid_current_password',

@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { normalizePassword } from '../../src/crypto/password.js';
 import { normalizeEmail, normalizePhone, normalizeUsername } from '../../src/modules/users/identifiers.js';
 
-describe('identifier normalisation (decisions.md §3)', () => {
+describe('identifier normalisation (docs/api.md#identifiers)', () => {
   it('lower-cases usernames and trims and lower-cases emails', () => {
     expect(normalizeUsername('Alice_01')).toBe('alice_01');
     expect(normalizeEmail('  Alice@Example.COM ')).toBe('alice@example.com');
@@ -34,7 +34,7 @@ describe('identifier normalisation (decisions.md §3)', () => {
   });
 });
 
-describe('password normalisation (decisions.md §3)', () => {
+describe('password normalisation (docs/api.md#identifiers)', () => {
   it('NFKC-normalises and never trims', () => {
     expect(normalizePassword('ﬁﬁﬁﬁﬁﬁﬁﬁ')).toBe('fifififififififi');
     expect(normalizePassword('  spaced  ')).toBe('  spaced  ');

@@ -1,6 +1,6 @@
 import type { FastifyBaseLogger } from 'fastify';
 
-/** Security-relevant events (issue 3 point 8; ASVS 5.0 V16.3): each one structured log line. */
+/** Security-relevant events (ASVS 5.0 V16.3): each one structured log line. */
 export type SecurityEventName =
   | 'sign_in.succeeded'
   | 'sign_in.failed'

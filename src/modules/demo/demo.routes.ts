@@ -25,7 +25,7 @@ export function demoContentSecurityPolicy(nonce: string): string {
 }
 
 /**
- * GET /demo (under the API prefix): the demo page of issue 5 point 6. Registered only when
+ * GET /demo (under the API prefix): the demo page. Registered only when
  * DEMO_PAGE=true; otherwise the path is an unknown route (404 `request.not_found`). Each answer
  * has a fresh CSP nonce, `Cache-Control: no-store` (set for every answer in app.ts) and
  * `Referrer-Policy: no-referrer`. Hidden from the OpenAPI document: it is no part of the API.

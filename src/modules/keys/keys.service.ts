@@ -34,7 +34,7 @@ export interface KeyStore {
   readonly rateLimitHmacKey: Buffer;
 }
 
-/** Where keys come from (decisions.md §2). */
+/** Where keys come from (README "Configuration"). */
 export interface KeySources {
   /** PEM RSA private key; undefined: generated once into `dataDir`. */
   readonly privateKeyFile: string | undefined;

@@ -1,4 +1,4 @@
-/** "What to send": the verification email for a code (decisions.md §6). */
+/** "What to send": the verification email for a code (docs/api.md#verification-codes). */
 export function verificationEmail(input: { username: string; code: string; expiresInSeconds: number }): { subject: string; text: string } {
   const minutes = Math.max(1, Math.ceil(input.expiresInSeconds / 60));
   return {

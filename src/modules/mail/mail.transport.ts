@@ -23,7 +23,7 @@ export interface MailTransport {
   close(): void;
 }
 
-/** A failed delivery; `permanent` decides between retry with backoff and dead (decisions.md §8). */
+/** A failed delivery; `permanent` decides between retry with backoff and dead (docs/decisions.md#email-outbox). */
 export class MailSendError extends Error {
   constructor(
     message: string,
@@ -54,7 +54,7 @@ export const SMTP_TIMEOUTS: SmtpTimeouts = Object.freeze({ connectionMs: 10_000,
 const MESSAGE_COMMANDS: ReadonlySet<string> = new Set(['MAIL FROM', 'RCPT TO', 'DATA']);
 
 /**
- * Whether a nodemailer failure is permanent for the message (decisions.md §8: dead at once):
+ * Whether a nodemailer failure is permanent for the message (docs/decisions.md#email-outbox: dead at once):
  * an SMTP 5xx reply to MAIL FROM, RCPT TO or DATA, or a 5xx whose command nodemailer does not
  * name. A 5xx to the session set-up (EHLO, STARTTLS, AUTH: a relay without STARTTLS, wrong
  * credentials) is a configuration fault of the relay or of this service, not of the message:

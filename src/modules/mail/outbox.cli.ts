@@ -27,7 +27,7 @@ export const MAX_LIST_LIMIT = 1000;
 /** `last_error` is cut to this many characters in the table, so one SMTP transcript does not wrap every line. */
 export const LAST_ERROR_COLUMN_WIDTH = 80;
 
-/** Every outbox status (decisions.md §8), in the order the totals line shows them. */
+/** Every outbox status (docs/decisions.md#email-outbox), in the order the totals line shows them. */
 const OUTBOX_STATUSES: readonly OutboxStatus[] = ['pending', 'sent', 'dead', 'cancelled'];
 
 /** `latchkey outbox --help`. */
@@ -156,7 +156,7 @@ async function retryCommand(argv: readonly string[], io: DatabaseCommandIo): Pro
 }
 
 /**
- * `latchkey outbox <list|retry>` (issue 5 point 4): lets an operator see the email outbox
+ * `latchkey outbox <list|retry>`: lets an operator see the email outbox
  * and put dead rows back to pending. Reads the service's configuration from `io.env` and works
  * on its database.
  *

@@ -6,7 +6,7 @@ export interface VerificationEmailPayload {
   code?: string;
 }
 
-/** Outbox row status (decisions.md §8). */
+/** Outbox row status (docs/decisions.md#email-outbox). */
 export type OutboxStatus = 'pending' | 'sent' | 'dead' | 'cancelled';
 
 /** A row claimed by a worker under a lease. */
@@ -21,7 +21,7 @@ export interface ClaimedEmail {
 
 /**
  * Queues an email. Call it inside the transaction that creates what the email announces,
- * so both commit or neither does (transactional outbox, decisions.md §8).
+ * so both commit or neither does (transactional outbox, docs/decisions.md#email-outbox).
  * @param expiresAt when the content stops being useful (the code's expiry): not sent after it.
  */
 export async function enqueueEmail(
@@ -100,7 +100,7 @@ export async function markCancelled(q: Queryable, id: string, owner: string, rea
 
 /**
  * Cancels pending rows whose content expired and drops the code of dead rows whose code expired
- * (decisions.md §6: the code stays in the payload only until sent or expired; a dead row keeps
+ * (docs/api.md#verification-codes: the code stays in the payload only until sent or expired; a dead row keeps
  * it until then so that `outbox retry` can still send it). Leased rows are left to their worker.
  * Runs every round (every second): each statement reads only its partial index
  * (`email_outbox_due_idx`, `email_outbox_dead_code_idx`), never the table of sent rows.
@@ -218,7 +218,7 @@ export interface RetriedEmail {
  * row is never retried twice by parallel calls and rows of other statuses are left alone.
  *
  * The worker then treats each like any pending row: a row whose content expired, or whose code
- * was already dropped (dead rows lose their code, decisions.md §8), is cancelled instead of sent.
+ * was already dropped (dead rows lose their code, docs/decisions.md#email-outbox), is cancelled instead of sent.
  *
  * @param target one row id (a UUID), or `all-dead` for every dead row.
  * @returns the rows this call put back (empty when nothing matched).

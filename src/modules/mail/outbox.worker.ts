@@ -7,11 +7,11 @@ import { verificationEmail } from './mail.templates.js';
 import { MailSendError, type MailTransport } from './mail.transport.js';
 import { cancelExpiredEmails, claimDueEmails, markCancelled, markFailed, markSent, releaseLeases, type ClaimedEmail } from './outbox.repo.js';
 
-/** After this many failed attempts a row is dead (decisions.md §8). */
+/** After this many failed attempts a row is dead (docs/decisions.md#email-outbox). */
 export const MAX_SEND_ATTEMPTS = 10;
-/** First retry delay; doubles per attempt (decisions.md §8: about 2 s doubling). */
+/** First retry delay; doubles per attempt (docs/decisions.md#email-outbox: about 2 s doubling). */
 export const BACKOFF_BASE_MS = 2_000;
-/** Longest retry delay (decisions.md §8: capped at 10 min). */
+/** Longest retry delay (docs/decisions.md#email-outbox: capped at 10 min). */
 export const BACKOFF_CAP_MS = 600_000;
 /** How long a claimed row stays leased: longer than the worst SMTP send (connection + greeting + socket timeouts). */
 export const LEASE_MS = 60_000;
@@ -71,7 +71,7 @@ export interface OutboxWorkerDeps {
 }
 
 /**
- * Creates the worker that drains `email_outbox` (decisions.md §8): claims due rows with
+ * Creates the worker that drains `email_outbox` (docs/decisions.md#email-outbox): claims due rows with
  * `FOR UPDATE SKIP LOCKED` under a lease, sends outside any transaction, and records
  * `sent`, a retry with backoff, or `dead`. Delivery is at least once: a process that dies
  * after sending and before recording leaves the row to be claimed again when its lease ends.

@@ -29,7 +29,7 @@ export interface PurgedSessions {
  * Deletes up to `limit` sessions that stopped being usable (expired or revoked, whichever came
  * first: `least(expires_at, revoked_at)`, index `sessions_ended_idx`) before `before`, their
  * refresh tokens with them (ON DELETE CASCADE), and their devices once no other session refers
- * to them. The rotated tokens of a session are what makes reuse detectable (spec §5 rule 4),
+ * to them. The rotated tokens of a session are what makes reuse detectable (docs/api.md#reuse-detection),
  * which is moot once the session has ended: a token of a deleted session is answered as
  * unknown (`auth.invalid_refresh_token`) instead of reused.
  *
@@ -131,7 +131,7 @@ export async function purgeDeadEmails(q: Queryable, before: Date, limit: number)
  * Erases (sets to NULL) up to `limit` sealed successors (`successor_ciphertext`, migration 002)
  * of tokens rotated before `before`, oldest first (index `refresh_tokens_sealed_idx`). Called
  * with `before = now - REFRESH_REUSE_GRACE_SECONDS`: the seal serves only the grace window
- * (decisions.md §5), and once the window has passed, presenting the parent is reuse whether or
+ * (docs/api.md#refresh-token-rotation), and once the window has passed, presenting the parent is reuse whether or
  * not the seal is there; without it a database dump plus an old parent token never yields a
  * live token. A token a refresh holds is skipped (`SKIP LOCKED`) and erased by a later call.
  * @returns how many seals were erased.

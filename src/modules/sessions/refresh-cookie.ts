@@ -1,8 +1,8 @@
 import type { FastifyReply } from 'fastify';
 
-/** Cookie name (spec §5). */
+/** Cookie name (docs/api.md#refresh-cookie). */
 export const REFRESH_COOKIE = 'refresh_token';
-/** Cookie path: the browser sends the refresh token to the refresh endpoint only (spec §5 rule 2). */
+/** Cookie path: the browser sends the refresh token to the refresh endpoint only (docs/api.md#refresh-cookie). */
 export const REFRESH_COOKIE_PATH = '/auth/v0/refresh';
 
 const ATTRIBUTES = { path: REFRESH_COOKIE_PATH, httpOnly: true, secure: true, sameSite: 'strict' } as const;
@@ -12,7 +12,7 @@ export function setRefreshCookie(reply: FastifyReply, token: string, maxAgeSecon
   reply.setCookie(REFRESH_COOKIE, token, { ...ATTRIBUTES, maxAge: maxAgeSeconds });
 }
 
-/** The clearing cookie: empty value, `Max-Age=0`, same path and attributes (spec §5 rule 3). */
+/** The clearing cookie: empty value, `Max-Age=0`, same path and attributes (docs/api.md#refresh-cookie). */
 export function clearRefreshCookie(reply: FastifyReply): void {
   reply.setCookie(REFRESH_COOKIE, '', { ...ATTRIBUTES, maxAge: 0 });
 }

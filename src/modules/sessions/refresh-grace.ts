@@ -4,12 +4,12 @@ import { constantTimeEqual, sha256 } from '../../crypto/secrets.js';
 import { findSuccessor, hasCookieLifetimeLeft, type LockedRefreshToken } from './refresh-tokens.repo.js';
 
 /**
- * The refresh grace window of decisions.md §5 (`REFRESH_REUSE_GRACE_SECONDS` > 0).
+ * The refresh grace window of docs/api.md#reuse-grace-window (`REFRESH_REUSE_GRACE_SECONDS` > 0).
  *
  * Two tabs that refresh with one token at once must both end with the same single live token,
  * so the immediate parent of the live token, presented within the window, gets that live token
  * back. Anything else (an older token, the parent after the window, a revoked or expired
- * family, a live token that moved on) stays reuse under the strict rule of spec §5 rule 4.
+ * family, a live token that moved on) stays reuse under the strict rule of docs/api.md#reuse-detection.
  * With a window of 0 nothing here applies and nothing is sealed.
  */
 
@@ -43,7 +43,7 @@ export function isWithinGraceWindow(rotatedAt: Date, now: Date, graceSeconds: nu
 }
 
 /**
- * Decides whether a rotated token presented again is the grace case (decisions.md §5), and if
+ * Decides whether a rotated token presented again is the grace case (docs/api.md#reuse-grace-window), and if
  * so recovers the family's live token for the cookie. All of these must hold:
  * the window is on and `now - rotated_at <= graceSeconds`; the family (session) is neither
  * revoked nor within a second of its end ({@link hasCookieLifetimeLeft}); the presented token's direct child is the live (unrotated) token; and

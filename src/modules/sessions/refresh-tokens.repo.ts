@@ -93,7 +93,7 @@ export interface RotatedRefreshToken {
 }
 
 /**
- * A refresh in its common case as one statement (decisions.md §5, docs/performance.md). Run it
+ * A refresh in its common case as one statement (docs/api.md#refresh-token-rotation, docs/performance.md). Run it
  * inside a transaction (`q` an open one), not on its own: a statement delivered late by a silent
  * network must not commit after its request gave up (docs/reliability.md). When the token with
  * `tokenHash` is live (never rotated) and its session is not revoked and has at least
@@ -150,7 +150,7 @@ export async function rotateLiveRefreshToken(
 
 /**
  * Marks a token rotated (replaced) if it is still live. Guarded, so of two callers only one wins,
- * and `rotated_at` is written once: the grace window (decisions.md §5) is measured from it.
+ * and `rotated_at` is written once: the grace window (docs/api.md#reuse-grace-window) is measured from it.
  * @param successorCiphertext the successor sealed under this token (grace window enabled), or
  *   null to store nothing (strict rule).
  * Also erases the sealed successor of the token's parent ({@link ERASE_PARENT_SEAL_SQL}).

@@ -65,7 +65,7 @@ async function revokeCommand(argv: readonly string[], io: DatabaseCommandIo): Pr
 }
 
 /**
- * `latchkey sessions revoke --user <id|username>` (issue 5 point 4): revokes every active
+ * `latchkey sessions revoke --user <id|username>`: revokes every active
  * session of one user (soft, `revoked_reason = 'revoked_by_admin'`) and logs a `session.revoked`
  * security event to stderr.
  *

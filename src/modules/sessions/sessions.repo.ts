@@ -2,7 +2,7 @@ import type { Queryable } from '../../db/db.js';
 import type { UserRow } from '../users/users.repo.js';
 import { forgiveHitsSql } from '../rate-limits/rate-limits.repo.js';
 
-/** A `sessions` row as the wire Session needs it (spec §2), plus the owner. */
+/** A `sessions` row as the wire Session needs it (docs/api.md#operations), plus the owner. */
 export interface SessionRow {
   id: string;
   user_id: string;
@@ -17,20 +17,20 @@ export interface SessionRow {
 /** Why a session was revoked; stored in `sessions.revoked_reason` for audits. */
 export type RevocationReason = 'logout' | 'revoked_by_user' | 'revoke_all' | 'password_changed' | 'refresh_token_reuse' | 'revoked_by_admin';
 
-/** `last_used_at` is written at most once per this many seconds (decisions.md §5). */
+/** `last_used_at` is written at most once per this many seconds (docs/api.md#refresh-token-rotation). */
 export const LAST_USED_RESOLUTION_SECONDS = 60;
 
 const SESSION_COLUMNS = 's.id, s.user_id, s.device_id, s.ip, s.user_agent, s.created_at, s.last_used_at, s.expires_at';
 
 /**
- * Creates the records of a sign-in (spec §3: device and session records; the session is the
- * refresh token family, decisions.md §5) in one statement: a device, a session and the family's
+ * Creates the records of a sign-in (docs/api.md#operations: device and session records; the session is the
+ * refresh token family, docs/api.md#refresh-token-rotation) in one statement: a device, a session and the family's
  * first refresh token, but only while the user's password hash is still `checkedHash`, the hash
  * the password was verified against. The user row is share-locked for the statement, so a
  * parallel password change (which replaces the hash and then revokes every
  * session of the user) either waits for this statement and revokes the new session too, or
  * commits first, and then the hash no longer matches and nothing is created.
- * The same statement takes back the sign-in's rate-limit hits (`forgiveRateLimitKeys`, issue 3
+ * The same statement takes back the sign-in's rate-limit hits (`forgiveRateLimitKeys`
  * point 1: only failures count), only when the session is created, so a sign-in is two commits
  * (its counts and this) rather than 2n + 3 for n identifiers (docs/performance.md).
  * @returns false when the hash changed since it was checked; nothing was created or forgiven then.
@@ -67,7 +67,7 @@ export async function createSignInSession(
   return rowCount === 1;
 }
 
-/** What a Bearer request learns of its session (spec §1 rule 3): the id, its user, and whether its use must be recorded. */
+/** What a Bearer request learns of its session (docs/api.md#bearer-authentication): the id, its user, and whether its use must be recorded. */
 export interface ActiveSession {
   readonly sessionId: string;
   readonly user: UserRow;
@@ -77,7 +77,7 @@ export interface ActiveSession {
 
 /**
  * The active (unrevoked, unexpired at `now`) session `sessionId` of user `userId`, with the
- * user, in one indexed round trip; undefined when any condition fails (spec §1 rule 3). Reads
+ * user, in one indexed round trip; undefined when any condition fails (docs/api.md#bearer-authentication). Reads
  * only what a Bearer request needs: no timestamp leaves the database (the staleness of
  * `last_used_at` is decided in SQL), so none is parsed on the hot path (docs/performance.md).
  */
@@ -115,7 +115,7 @@ export async function touchSession(q: Queryable, sessionId: string, now: Date): 
   );
 }
 
-/** Active sessions of a user, oldest first (decisions.md §5: only unrevoked, unexpired ones). */
+/** Active sessions of a user, oldest first (docs/api.md#refresh-token-rotation: only unrevoked, unexpired ones). */
 export async function listActiveSessions(q: Queryable, userId: string, now: Date): Promise<SessionRow[]> {
   const { rows } = await q.query<SessionRow>(
     `SELECT ${SESSION_COLUMNS} FROM sessions s

@@ -35,7 +35,7 @@ import {
   type SessionRow,
 } from './sessions.repo.js';
 
-/** Stored username form (spec §2 User). */
+/** Stored username form (docs/api.md#operations User). */
 const STORED_USERNAME = /^[a-z0-9_]{3,32}$/;
 /** Longest `User-Agent` kept on a session. */
 const MAX_USER_AGENT_LENGTH = 512;
@@ -76,7 +76,7 @@ export interface SessionsDeps {
   readonly hasher: PasswordHasher;
   readonly accessTokens: AccessTokenService;
   readonly sessionTtlSeconds: number;
-  /** `REFRESH_REUSE_GRACE_SECONDS` (0 to 300): 0 is the strict reuse rule (decisions.md §5). */
+  /** `REFRESH_REUSE_GRACE_SECONDS` (0 to 300): 0 is the strict reuse rule (docs/api.md#reuse-grace-window). */
   readonly refreshReuseGraceSeconds: number;
   readonly limiter: RateLimiter;
   readonly rules: Pick<RateLimitRules, 'signInPerIdentifier' | 'signInPerIp' | 'signInPerAccount'>;
@@ -88,7 +88,7 @@ export interface SessionsDeps {
 /** Sign-in, refresh-token rotation, Bearer authentication and session management. */
 export interface SessionsService {
   /**
-   * Signs a user in: every given identifier must name the same user (decisions.md §5); unknown
+   * Signs a user in: every given identifier must name the same user (docs/api.md#refresh-token-rotation); unknown
    * users cost the same argon2id verification as known ones. Two statements: the attempt's
    * rate-limit counts with the user lookup, then a device, a session (the refresh token family)
    * and its first refresh token with the counts taken back (one statement, on its own rather
@@ -100,7 +100,7 @@ export interface SessionsService {
    */
   signIn(input: { username?: string; email?: string; phone?: string; password: string }, client: ClientContext): Promise<IssuedTokens & { user: UserRow }>;
   /**
-   * Rotates a refresh token (decisions.md §5): locks its row and session, rejects a revoked or
+   * Rotates a refresh token (docs/api.md#refresh-token-rotation): locks its row and session, rejects a revoked or
    * expired session, marks the token rotated and inserts its successor, all in one transaction
    * (one statement when the token is live, `rotateLiveRefreshToken`), then signs an access
    * token. A rotated token presented again is reuse: the session is revoked
@@ -112,7 +112,7 @@ export interface SessionsService {
    */
   refresh(refreshToken: string | undefined, client: Pick<ClientContext, 'ip'>): Promise<IssuedTokens>;
   /**
-   * Checks a Bearer access token (spec §1 rule 3): signature and claims, then the session row,
+   * Checks a Bearer access token (docs/api.md#bearer-authentication): signature and claims, then the session row,
    * which must exist, belong to `sub`, and be unrevoked and unexpired. Updates `last_used_at`
    * at most once a minute.
    * @throws AppError `auth.missing_access_token`, `auth.invalid_access_token` (401).
@@ -342,7 +342,7 @@ export function createSessionsService(deps: SessionsDeps): SessionsService {
           // a cookie with Max-Age=0, and two tabs racing is no reuse. Invalid, like any refresh there.
           const lastSecond = token.session_revoked_at === null && token.session_expires_at > now && !hasCookieLifetimeLeft(token.session_expires_at, now);
           if (lastSecond && isWithinGraceWindow(token.rotated_at, now, refreshReuseGraceSeconds)) return { kind: 'invalid' } as const;
-          // decisions.md §5 grace window: the live token's immediate parent, shortly after its
+          // docs/api.md#reuse-grace-window grace window: the live token's immediate parent, shortly after its
           // rotation, gets that same live token back. Everything else rotated is reuse.
           const live = await liveTokenWithinGrace(tx, token, presented, { graceSeconds: refreshReuseGraceSeconds, now });
           if (live !== undefined) return { kind: 'replayed', ...family, tokens: await finishRefresh(tx, token, live, now) } as const;

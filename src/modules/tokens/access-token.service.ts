@@ -5,7 +5,7 @@ import { decodeCanonicalBase64url } from '../../crypto/secrets.js';
 
 /** JWT `typ` header of access tokens (RFC 9068 §2.1). */
 export const ACCESS_TOKEN_TYP = 'at+jwt';
-/** Leeway for `exp`/`nbf`/`iat` checks in seconds: "at most a few seconds" (decisions.md §4). */
+/** Leeway for `exp`/`nbf`/`iat` checks in seconds: "at most a few seconds" (docs/api.md#access-token). */
 export const CLOCK_TOLERANCE_SECONDS = 5;
 /** RFC 4122 UUID text form; `sub` and `sid` must match it before they reach SQL. */
 export const UUID_PATTERN = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
@@ -25,7 +25,7 @@ export interface AccessTokenClaims {
 export interface AccessTokenService {
   /**
    * Issues an RS256 access token (header `typ: at+jwt`, `kid`; claims iss, aud, sub, sid, iat,
-   * exp, jti) valid for ACCESS_TOKEN_TTL_SECONDS from the clock's now (decisions.md §4).
+   * exp, jti) valid for ACCESS_TOKEN_TTL_SECONDS from the clock's now (docs/api.md#access-token).
    */
   sign(subject: { userId: string; sessionId: string }): Promise<string>;
   /**
@@ -47,7 +47,7 @@ export interface AccessTokenOptions {
   readonly clock: Clock;
 }
 
-/** Claims every access token carries (decisions.md §4); a token without one of them is refused. */
+/** Claims every access token carries (docs/api.md#access-token); a token without one of them is refused. */
 const REQUIRED_CLAIMS = ['iss', 'aud', 'sub', 'sid', 'iat', 'exp', 'jti'] as const;
 /** The JWS algorithm of access tokens, fixed by the verifier, never taken from the token (RFC 8725 §3.1). */
 const JWS_ALG = 'RS256';

@@ -1,12 +1,12 @@
 /**
- * Normalisation of user identifiers (decisions.md §3). Pure functions; the same rules apply
+ * Normalisation of user identifiers (docs/api.md#identifiers). Pure functions; the same rules apply
  * at sign-up, sign-in, verification and resend, so a user is found however they typed it.
  */
 
-/** Username length bounds (spec §2, §8). */
+/** Username length bounds (docs/api.md#operations). */
 export const USERNAME_MIN_LENGTH = 3;
 export const USERNAME_MAX_LENGTH = 32;
-/** Longest email address accepted (spec §8; RFC 3696 erratum 1690 gives 320 = 64 + 1 + 255). */
+/** Longest email address accepted (docs/api.md#rules; RFC 3696 erratum 1690 gives 320 = 64 + 1 + 255). */
 export const EMAIL_MAX_LENGTH = 320;
 
 /** Lower-cases a username (the stored User pattern is `^[a-z0-9_]+$`). */
@@ -19,7 +19,7 @@ export function normalizeEmail(email: string): string {
   return email.trim().toLowerCase();
 }
 
-/** Stored phone form (spec §8). */
+/** Stored phone form (docs/api.md#rules). */
 const STORED_PHONE = /^[+][0-9]{8,15}$/;
 
 /**

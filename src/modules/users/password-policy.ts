@@ -49,7 +49,7 @@ const COMMON_PASSWORD_SHARE = 0.75;
 
 /**
  * Context words shorter than this (after separators are dropped) are not looked for: two
- * letters occur by chance in too many passphrases. Also the shortest username (spec §8).
+ * letters occur by chance in too many passphrases. Also the shortest username (docs/api.md#rules).
  */
 const MIN_CONTEXT_WORD_LENGTH = 3;
 

@@ -1,7 +1,7 @@
 import { AppError } from '../../errors.js';
 import { constraintName, sqlState, UNIQUE_VIOLATION, type Queryable } from '../../db/db.js';
 
-/** A `users` row as stored. Wire fields (spec §2 User) keep their column names. */
+/** A `users` row as stored. Wire fields (docs/api.md#operations User) keep their column names. */
 export interface UserRow {
   id: string;
   username: string;
@@ -14,7 +14,7 @@ export interface UserRow {
 
 const USER_COLUMNS = 'id, username, email, phone, password_hash, is_email_verified, is_phone_verified';
 
-/** Unique index -> the 409 code it means (decisions.md §7). */
+/** Unique index -> the 409 code it means (docs/api.md#error-codes). */
 const TAKEN_BY_CONSTRAINT = {
   users_username_key: 'auth.sign_up.username_taken',
   users_email_key: 'auth.sign_up.email_taken',
@@ -114,7 +114,7 @@ export async function replacePasswordHash(
  * `PasswordHasher.needsRehash` said the stored one has weaker argon2id parameters than
  * configured), only if the stored hash is still `expectedHash`: a parallel password change or
  * another upgrade wins, and this one is then simply dropped. Unlike a password change it revokes
- * nothing, since the password is the same (issue 3 point 3).
+ * nothing, since the password is the same.
  *
  * Make the new hash outside any transaction (argon2id must not run while row locks are held),
  * for example after the sign-in transaction committed. Note for the caller: a parallel sign-in

@@ -12,7 +12,7 @@ import type { RateLimitRules } from '../rate-limits/rate-limits.rules.js';
 import type { RateLimiter } from '../rate-limits/rate-limits.service.js';
 import { findTakenIdentifier, insertUser, replacePasswordHash, type UserRow } from './users.repo.js';
 
-/** A sign-up request after schema validation (spec §2 SignUpRequest). */
+/** A sign-up request after schema validation (docs/api.md#operations SignUpRequest). */
 export interface SignUpInput {
   username: string;
   email?: string | undefined;
@@ -36,10 +36,10 @@ export interface UsersDeps {
 /** Sign-up and password change. */
 export interface UsersService {
   /**
-   * Creates a user. Identifiers are normalised (decisions.md §3) and the password validated
-   * before it is hashed (spec §1 rule 1): its length, then the password policy of
+   * Creates a user. Identifiers are normalised (docs/api.md#identifiers) and the password validated
+   * before it is hashed (docs/api.md#passwords): its length, then the password policy of
    * {@link checkPassword} (NIST SP 800-63B-4 §3.1.1.2). With an email, the user, the
-   * verification code and its outbox row commit in one transaction (spec §1 rule 2).
+   * verification code and its outbox row commit in one transaction (docs/api.md#sign-up).
    * @throws AppError `auth.sign_up.validation_failed` (400) for a phone or password that fails
    *   after normalisation or a password the policy refuses (the message says why);
    *   `auth.sign_up.{username,email,phone}_taken` (409), also for races.
@@ -47,7 +47,7 @@ export interface UsersService {
   signUp(input: SignUpInput): Promise<UserRow>;
   /**
    * Replaces the password of `user` and revokes all of the user's sessions in one transaction
-   * (spec §3). The new password must pass the same policy as at sign-up, with the user's
+   * (docs/api.md#operations). The new password must pass the same policy as at sign-up, with the user's
    * username and email as context; it is checked before the current password. Every attempt is
    * first counted against the user (RATE_LIMIT_SIGN_IN_PER_IDENTIFIER per 15 minutes), before the
    * policy and argon2id run, and only a successful change takes its count back. Of two parallel

@@ -11,8 +11,8 @@ export interface VerificationCodeRow {
 }
 
 /**
- * Supersedes every older code of the user (decisions.md §6: a new code supersedes older ones;
- * spec §4 rule 2) and inserts the new one, stored as its HMAC.
+ * Supersedes every older code of the user (docs/api.md#verification-codes: a new code supersedes older ones;
+ * docs/api.md#verification-codes) and inserts the new one, stored as its HMAC.
  */
 export async function replaceCode(
   q: Queryable,

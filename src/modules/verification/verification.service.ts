@@ -15,7 +15,7 @@ import { consumeCode, lockLiveCode, recordWrongAttempt, replaceCode } from './ve
 /** Outbox kind of verification-code emails. */
 const VERIFICATION_EMAIL = 'verification';
 
-/** Wrong attempts after which a code is dead (decisions.md §6). */
+/** Wrong attempts after which a code is dead (docs/api.md#verification-codes). */
 export const MAX_CODE_ATTEMPTS = 5;
 
 /** Dependencies of {@link createVerificationService}. */
@@ -32,7 +32,7 @@ export interface VerificationDeps {
   readonly onEmailQueued: () => void;
 }
 
-/** Email verification by 6-digit code (spec §3, decisions.md §6). */
+/** Email verification by 6-digit code (docs/api.md#operations, docs/api.md#verification-codes). */
 export interface VerificationService {
   /**
    * Inside the caller's transaction: supersedes the user's older codes, cancels their emails
@@ -45,7 +45,7 @@ export interface VerificationService {
    * Verifies `email` with `code` (already normalised). Resolves when the email is verified now
    * or was already (204). Attempts on one code are serialised by a row lock; at most
    * {@link MAX_CODE_ATTEMPTS} wrong attempts are counted, and parallel right codes change the
-   * state once (decisions.md §6).
+   * state once (docs/api.md#verification-codes).
    * Failed verifications also count against the client (RATE_LIMIT_VERIFY_PER_IP per 15
    * minutes). Nothing is counted per address: wrong codes sent by a stranger must not stop the
    * owner's right code (ASVS 5.0 V6.1.1). The guesses an address can receive stay bounded by
