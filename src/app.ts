@@ -188,10 +188,10 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     transport.close();
   });
 
-  // Routes.
-  registerMetrics(app, { metrics, db, clock, serveRoute: config.metricsPort === undefined });
-  await registerHealthRoutes(app, { db });
+  // Routes. The OpenAPI document collects every route registered after it, the probes and metrics included.
   await registerOpenApi(app, { prefix: API_PREFIX });
+  await registerHealthRoutes(app, { db });
+  registerMetrics(app, { metrics, db, clock, serveRoute: config.metricsPort === undefined });
   await app.register(
     async (api) => {
       await api.register(usersRoutes({ users, sessions, limiter, signUpPerIp: rules.signUpPerIp }));

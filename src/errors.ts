@@ -1,4 +1,4 @@
-import { Type } from '@sinclair/typebox';
+import { Type, type TSchema } from '@sinclair/typebox';
 
 /**
  * The error-code catalog (decisions.md §7): every `{code, message}` the service can answer,
@@ -78,4 +78,26 @@ export function errorResponses<S extends number>(...statuses: S[]): Record<S | 5
   const out = {} as Record<S | 500 | 503, typeof ErrorSchema>;
   for (const s of [...statuses, 500 as const, 503 as const]) out[s] = ErrorSchema;
   return out;
+}
+
+/** Where a request field's rule in plain words is kept on its schema: a symbol, which neither Ajv nor the OpenAPI document reads as a keyword. */
+export const FIELD_RULE = Symbol.for('latchkey.fieldRule');
+
+/**
+ * A request field's schema with the rule it follows in plain words, written to follow the
+ * field's name: `withRule(Type.String({ minLength: 8, maxLength: 72 }), 'must be 8 to 72 characters')`.
+ * When the field breaks any keyword of its schema, the 400 answers "<field> <rule>"
+ * ("password must be 8 to 72 characters", src/plugins/error-handler.ts); the OpenAPI document
+ * shows the same rule as the field's description. Fields without a rule get a message built
+ * from the failed keyword ("username must be a string").
+ */
+export function withRule<T extends TSchema>(schema: T, rule: string): T {
+  return { ...schema, description: `${rule.charAt(0).toUpperCase()}${rule.slice(1)}.`, [FIELD_RULE]: rule };
+}
+
+/** The plain-words rule of a field schema made by {@link withRule}, if any. */
+export function ruleOf(schema: unknown): string | undefined {
+  if (schema === null || typeof schema !== 'object') return undefined;
+  const rule = (schema as { [FIELD_RULE]?: unknown })[FIELD_RULE];
+  return typeof rule === 'string' ? rule : undefined;
 }

@@ -5,6 +5,7 @@ import type { Db } from '../db/db.js';
 import { schemaStatus } from '../db/migrate.js';
 import { errorResponses } from '../errors.js';
 import { sendError } from './error-handler.js';
+import { TAGS } from './openapi.js';
 
 /** Liveness probe path, outside the API prefix (issue 5 point 2). */
 export const LIVENESS_PATH = '/healthz';
@@ -57,8 +58,8 @@ export async function readinessProblem(db: Db): Promise<keyof typeof NOT_READY_M
   }
 }
 
-const LivenessSchema = Type.Object({ status: Type.Literal('ok') }, { additionalProperties: false });
-const ReadinessSchema = Type.Object({ status: Type.Literal('ready') }, { additionalProperties: false });
+const LivenessSchema = Type.Object({ status: Type.Literal('ok') }, { additionalProperties: false, examples: [{ status: 'ok' }] });
+const ReadinessSchema = Type.Object({ status: Type.Literal('ready') }, { additionalProperties: false, examples: [{ status: 'ready' }] });
 
 /**
  * `GET /healthz`: 200 `{"status":"ok"}` while the process serves HTTP (no dependency checked,
@@ -67,22 +68,38 @@ const ReadinessSchema = Type.Object({ status: Type.Literal('ready') }, { additio
  * else 503 `{code: 'service_unavailable', message}`; a change of state is logged once (warn
  * when it becomes unready, info when it recovers), not every probe.
  *
- * Both are outside `/auth/v0`, carry `Cache-Control: no-store` (the app's default), are left out
- * of the OpenAPI document, and are logged at `debug` when they succeed (see request-log.ts).
+ * Both are outside `/auth/v0`, carry `Cache-Control: no-store` (the app's default), are in the
+ * OpenAPI document under Operations, and are logged at `debug` when they succeed (see request-log.ts).
  * While the server closes they answer 503 like every route.
  */
 export async function registerHealthRoutes(app: FastifyInstance, deps: { readonly db: Db }): Promise<void> {
   const routes = app.withTypeProvider<TypeBoxTypeProvider>();
   routes.get(
     LIVENESS_PATH,
-    { config: { quietRequestLog: true }, schema: { hide: true, response: { 200: LivenessSchema } } },
+    {
+      config: { quietRequestLog: true },
+      schema: {
+        summary: 'Liveness: 200 while the process serves HTTP',
+        operationId: 'getLiveness',
+        tags: [TAGS.operations.name],
+        response: { 200: LivenessSchema, ...errorResponses() },
+      },
+    },
     async () => ({ status: 'ok' as const }),
   );
 
   let lastProblem: string | undefined;
   routes.get(
     READINESS_PATH,
-    { config: { quietRequestLog: true }, schema: { hide: true, response: { 200: ReadinessSchema, ...errorResponses() } } },
+    {
+      config: { quietRequestLog: true },
+      schema: {
+        summary: 'Readiness: 200 when the database answers and its schema is current',
+        operationId: 'getReadiness',
+        tags: [TAGS.operations.name],
+        response: { 200: ReadinessSchema, ...errorResponses() },
+      },
+    },
     async (request, reply) => {
       const problem = await readinessProblem(deps.db);
       if (problem !== lastProblem) {

@@ -1,12 +1,15 @@
 import Fastify, { type FastifyInstance, type FastifyReply } from 'fastify';
+import { Type } from '@sinclair/typebox';
 import type { Clock } from '../clock.js';
 import type { Db } from '../db/db.js';
 import type { AuthMetrics } from '../metrics.js';
 import { countOutboxBacklog, oldestPendingEmailCreatedAt } from '../modules/mail/outbox.repo.js';
+import { errorResponses } from '../errors.js';
 import { sendError } from './error-handler.js';
 import { READINESS_TIMEOUT_MS, withTimeout } from './health.js';
 import { requestLogServerOptions } from './request-log.js';
 import { slowClientServerOptions } from './http-hardening.js';
+import { TAGS } from './openapi.js';
 
 /** Where Prometheus scrapes, outside the API prefix (issue 5 point 3). */
 export const METRICS_PATH = '/metrics';
@@ -78,7 +81,30 @@ export function registerMetrics(app: FastifyInstance, deps: { readonly metrics: 
   );
 
   if (deps.serveRoute) {
-    app.get(METRICS_PATH, { config: { quietRequestLog: true }, schema: { hide: true } }, async (_request, reply) => sendMetrics(metrics, reply));
+    app.get(
+      METRICS_PATH,
+      {
+        config: { quietRequestLog: true },
+        schema: {
+          summary: 'Prometheus metrics (text exposition format)',
+          operationId: 'getMetrics',
+          tags: [TAGS.operations.name],
+          response: {
+            200: {
+              content: {
+                [metrics.registry.contentType]: {
+                  schema: Type.String({
+                    examples: ['# HELP process_cpu_user_seconds_total Total user CPU time spent in seconds.\n# TYPE process_cpu_user_seconds_total counter\nprocess_cpu_user_seconds_total 0.42\n'],
+                  }),
+                },
+              },
+            },
+            ...errorResponses(),
+          },
+        },
+      },
+      async (_request, reply) => sendMetrics(metrics, reply),
+    );
   }
   app.addHook('onClose', async () => {
     await Promise.all((metricsServers.get(app) ?? []).map((server) => server.close()));

@@ -2,6 +2,8 @@ import { STATUS_CODES } from 'node:http';
 import type { FastifyInstance } from 'fastify';
 import fastifySwagger from '@fastify/swagger';
 import fastifySwaggerUi from '@fastify/swagger-ui';
+import { Type } from '@sinclair/typebox';
+import { errorResponses } from '../errors.js';
 
 /** Version of the interface description (spec §9 rule 2), the document's `info.version`. */
 export const INTERFACE_VERSION = '0.1.0';
@@ -14,6 +16,25 @@ export const OPENAPI_DOCUMENT_PATH = '/openapi.json';
 
 /** Where the API reference page (Swagger UI) is served, below the API prefix. */
 export const API_REFERENCE_PATH = '/docs';
+
+/**
+ * The tags of the API reference, in the order a user meets the operations; the document lists
+ * them in this order and Swagger UI shows them so. Every route names one (`tags: [TAGS.x.name]`).
+ */
+export const TAGS = {
+  signUp: {
+    name: 'Sign-up and verification',
+    description: 'Create an account with a username and an email address or a phone number, then prove the email address with the 6-digit code sent to it.',
+  },
+  signIn: {
+    name: 'Sign-in and tokens',
+    description: 'Sign in with a verified account to get an access token and a refresh cookie; rotate the refresh token for a new access token; log out.',
+  },
+  sessions: { name: 'Sessions', description: 'Every sign-in is a session: list the caller\'s sessions, revoke one, or revoke them all.' },
+  account: { name: 'Account', description: 'The signed-in user: who it is, and a password change, which ends every session.' },
+  keys: { name: 'Keys', description: 'The public keys that verify access tokens (JWKS, RFC 7517), for the services that accept them.' },
+  operations: { name: 'Operations', description: 'For operators: liveness and readiness probes, Prometheus metrics, and this document.' },
+} as const;
 
 /** Name of the refresh cookie (spec §5); repeated here so the document does not depend on the sessions module. */
 const REFRESH_COOKIE_NAME = 'refresh_token';
@@ -34,6 +55,16 @@ const RESPONSE_DESCRIPTIONS: Readonly<Record<string, string>> = {
   '500': 'Internal error (`internal_error`); no internals in the message.',
   '503': 'Database unreachable or the instance shutting down (`service_unavailable`).',
 };
+
+/** The served document: an OpenAPI object (its own schema is the OpenAPI 3.1 specification's). */
+const OpenApiDocumentSchema = Type.Object(
+  { openapi: Type.Literal(OPENAPI_VERSION) },
+  {
+    additionalProperties: true,
+    description: 'An OpenAPI 3.1 document.',
+    examples: [{ openapi: OPENAPI_VERSION, info: { title: 'Latchkey', version: INTERFACE_VERSION }, paths: {} }],
+  },
+);
 
 type JsonObject = { [key: string]: unknown };
 
@@ -74,10 +105,20 @@ function hoistTitledSchemas(node: unknown, components: JsonObject): unknown {
   return { $ref: `#/components/schemas/${name}` };
 }
 
+/** Where a path item's first tag comes in {@link TAGS}; untagged items last. */
+function tagRank(pathItem: unknown): number {
+  const names: string[] = Object.values(TAGS).map((tag) => tag.name);
+  const first = isObject(pathItem) ? Object.values(pathItem).find(isObject) : undefined;
+  const tag = Array.isArray(first?.tags) ? first.tags[0] : undefined;
+  const rank = typeof tag === 'string' ? names.indexOf(tag) : -1;
+  return rank === -1 ? names.length : rank;
+}
+
 /**
  * Final touches on the generated document: shared shapes become components (see
  * {@link hoistTitledSchemas}), every response gets a description of what its status means in
- * this service, and 429 answers document their `Retry-After` header.
+ * this service, 429 answers document their `Retry-After` header, and the paths come in the
+ * order of their tags (a stable sort: within a tag, in the order the routes are registered).
  */
 function finishDocument(document: JsonObject): JsonObject {
   const components = isObject(document.components) ? document.components : {};
@@ -110,6 +151,7 @@ function finishDocument(document: JsonObject): JsonObject {
   }
   components.schemas = Object.fromEntries(Object.entries(schemas).sort(([a], [b]) => a.localeCompare(b)));
   document.components = components;
+  document.paths = Object.fromEntries(Object.entries(paths).sort(([, a], [, b]) => tagRank(a) - tagRank(b)));
   return document;
 }
 
@@ -120,8 +162,10 @@ function finishDocument(document: JsonObject): JsonObject {
  * scripts and styles ship inside `@fastify/swagger-ui` and are served by this process
  * (`{prefix}/docs/static/...`), so it works offline; the online validator badge is off.
  *
- * Must be awaited before the routes are registered: the document is collected from an
- * `onRoute` hook. Routes with `schema.hide` (these two, health, metrics) are left out.
+ * Must be awaited before any route it documents is registered, the probes and `/metrics`
+ * included: the document is collected from an `onRoute` hook. Every documented route names one
+ * of the {@link TAGS}; the reference page's own routes and `schema.hide` routes (the demo page)
+ * are left out.
  *
  * Schemas with an `$id` (Error, User, Session) become `components.schemas` entries under that
  * name and are referenced with `$ref`; other shapes are inlined.
@@ -131,13 +175,13 @@ export async function registerOpenApi(app: FastifyInstance, options: { readonly 
     openapi: {
       openapi: OPENAPI_VERSION,
       info: {
-        title: 'auth-service',
+        title: 'Latchkey',
         version: INTERFACE_VERSION,
         description:
-          'Sign-up, email verification, sign-in, RS256 access tokens with a JWKS, refresh-token rotation with reuse detection, sessions. ' +
-          'Every error is an Error body `{code, message}`; the codes are listed in docs/errors.md.',
+          'Accounts and sign-in for your applications: email verification, RS256 access tokens with a JWKS, rotating refresh tokens and sessions; every error is `{code, message}`.',
         license: { name: 'MIT', identifier: 'MIT' },
       },
+      tags: Object.values(TAGS).map((tag) => ({ name: tag.name, description: tag.description })),
       components: {
         securitySchemes: {
           bearerAuth: {
@@ -162,14 +206,28 @@ export async function registerOpenApi(app: FastifyInstance, options: { readonly 
     },
   });
 
-  app.get(`${options.prefix}${OPENAPI_DOCUMENT_PATH}`, { schema: { hide: true } }, async (_request, reply) =>
-    reply.type('application/json; charset=utf-8').send(app.swagger()),
-  );
-
-  await app.register(fastifySwaggerUi, {
-    routePrefix: `${options.prefix}${API_REFERENCE_PATH}`,
-    uiConfig: { deepLinking: true },
-    // The online validator badge would call validator.swagger.io; the page must work offline.
-    validatorUrl: false,
+  // Not awaited: the document's route and the page load with the routes registered after this
+  // call, so they come last in the document and get the app's hooks added in between (the
+  // metrics of every answer).
+  void app.register(async (scoped) => {
+    scoped.get(
+      `${options.prefix}${OPENAPI_DOCUMENT_PATH}`,
+      {
+        schema: {
+          summary: 'This document (OpenAPI 3.1)',
+          operationId: 'getOpenApiDocument',
+          tags: [TAGS.operations.name],
+          response: { 200: OpenApiDocumentSchema, ...errorResponses() },
+        },
+      },
+      // Serialised here, so that the response schema (which names only `openapi`) leaves it whole.
+      async (_request, reply) => reply.type('application/json; charset=utf-8').send(JSON.stringify(app.swagger())),
+    );
+    await scoped.register(fastifySwaggerUi, {
+      routePrefix: `${options.prefix}${API_REFERENCE_PATH}`,
+      uiConfig: { deepLinking: true },
+      // The online validator badge would call validator.swagger.io; the page must work offline.
+      validatorUrl: false,
+    });
   });
 }

@@ -46,7 +46,21 @@ const EXPECTED: Record<string, { statuses: string[]; security?: 'bearerAuth' | '
   'delete /auth/v0/sessions': { statuses: ['204', '401'], security: 'bearerAuth' },
   'delete /auth/v0/sessions/{session_id}': { statuses: ['204', '401', '403', '404'], security: 'bearerAuth' },
   'get /auth/v0/.well-known/jwks.json': { statuses: ['200'] },
+  'get /healthz': { statuses: ['200'] },
+  'get /readyz': { statuses: ['200'] },
+  'get /metrics': { statuses: ['200'] },
+  'get /auth/v0/openapi.json': { statuses: ['200'] },
 };
+
+/** The tags of the reference page in the order a user meets them, and the operations under each, in order. */
+const TAG_OPERATIONS: [string, string[]][] = [
+  ['Sign-up and verification', ['signUp', 'verifyEmail', 'verifyEmailWithBody', 'resendVerification']],
+  ['Sign-in and tokens', ['signIn', 'refresh', 'logout']],
+  ['Sessions', ['listSessions', 'revokeAllSessions', 'revokeSession']],
+  ['Account', ['getMe', 'changePassword']],
+  ['Keys', ['getJwks']],
+  ['Operations', ['getLiveness', 'getReadiness', 'getMetrics', 'getOpenApiDocument']],
+];
 
 /** Spec §2 response bodies and their components. */
 const SUCCESS_BODIES: Record<string, string> = {
@@ -85,7 +99,8 @@ function operations(doc: Json): Map<string, Json> {
 describe('GET /auth/v0/openapi.json (issue 5 point 1)', () => {
   it('is a valid OpenAPI 3.1 document whose $refs all resolve', async () => {
     expect(document.openapi).toBe('3.1.0');
-    expect(document.info).toMatchObject({ title: 'auth-service', version: '0.1.0' });
+    expect(document.info).toMatchObject({ title: 'Latchkey', version: '0.1.0' });
+    expect(document.info.description).toMatch(/^[^\n]{20,200}$/);
     const validator = new Validator();
     const result = await validator.validate(structuredClone(document));
     expect(result.errors, JSON.stringify(result.errors, null, 2)).toBeUndefined();
@@ -110,11 +125,22 @@ describe('GET /auth/v0/openapi.json (issue 5 point 1)', () => {
     }
   });
 
-  it('leaves out its own routes, the reference page, health and metrics', () => {
+  it('leaves out the reference page and the demo page', () => {
     const paths = Object.keys(document.paths as Json);
-    for (const hidden of ['/auth/v0/openapi.json', '/auth/v0/docs', '/healthz', '/readyz', '/metrics']) {
+    for (const hidden of ['/auth/v0/docs', '/auth/v0/demo']) {
       expect(paths.some((p) => p.startsWith(hidden)), hidden).toBe(false);
     }
+  });
+
+  it('declares the tags with descriptions in the order a user meets them, and files every operation under one, in that order', () => {
+    expect((document.tags as Json[]).map((t) => t.name)).toEqual(TAG_OPERATIONS.map(([name]) => name));
+    for (const tag of document.tags as Json[]) expect(tag.description, tag.name).toMatch(/^\S.{10,}\.$/);
+    // Operations in document order; Swagger UI lists each tag's operations in this order.
+    const inOrder = [...operations(document).values()];
+    for (const operation of inOrder) expect(operation.tags, operation.operationId).toHaveLength(1);
+    const grouped = TAG_OPERATIONS.map(([name]) => [name, inOrder.filter((o) => o.tags[0] === name).map((o) => o.operationId)]);
+    expect(grouped).toEqual(TAG_OPERATIONS);
+    expect(inOrder.map((o) => o.operationId)).toEqual(TAG_OPERATIONS.flatMap(([, ids]) => ids));
   });
 
   it('declares bearerAuth (JWT) and refreshCookie (refresh_token) and uses them on exactly the right operations', () => {

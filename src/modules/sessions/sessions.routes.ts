@@ -3,6 +3,7 @@ import { Type } from '@sinclair/typebox';
 import { errorResponses } from '../../errors.js';
 import { securityEvent } from '../audit/security-events.js';
 import { bearerAuth, callerOf } from '../../plugins/authenticate.js';
+import { TAGS } from '../../plugins/openapi.js';
 import { toUser } from '../users/users.schemas.js';
 import { clearRefreshCookie, REFRESH_COOKIE, setRefreshCookie } from './refresh-cookie.js';
 import {
@@ -28,6 +29,7 @@ export function sessionsRoutes(deps: { sessions: SessionsService }): FastifyPlug
         schema: {
           summary: 'Sign in; sets the refresh cookie',
           operationId: 'signIn',
+          tags: [TAGS.signIn.name],
           body: SignInRequestSchema,
           response: { 200: SignInResponseSchema, ...errorResponses(400, 401, 403, 413, 429) },
         },
@@ -48,6 +50,7 @@ export function sessionsRoutes(deps: { sessions: SessionsService }): FastifyPlug
         schema: {
           summary: 'Rotate the refresh token; sets a new refresh cookie',
           operationId: 'refresh',
+          tags: [TAGS.signIn.name],
           security: [{ refreshCookie: [] }],
           response: { 200: RefreshResponseSchema, ...errorResponses(401) },
         },
@@ -66,6 +69,7 @@ export function sessionsRoutes(deps: { sessions: SessionsService }): FastifyPlug
         schema: {
           summary: 'Revoke the current session; clears the refresh cookie',
           operationId: 'logout',
+          tags: [TAGS.signIn.name],
           security: [{ bearerAuth: [] }],
           response: { 204: Type.Null(), ...errorResponses(401) },
         },
@@ -86,6 +90,7 @@ export function sessionsRoutes(deps: { sessions: SessionsService }): FastifyPlug
         schema: {
           summary: 'Active sessions of the caller',
           operationId: 'listSessions',
+          tags: [TAGS.sessions.name],
           security: [{ bearerAuth: [] }],
           response: { 200: SessionsResponseSchema, ...errorResponses(401) },
         },
@@ -104,6 +109,7 @@ export function sessionsRoutes(deps: { sessions: SessionsService }): FastifyPlug
         schema: {
           summary: 'Revoke every session of the caller; clears the refresh cookie',
           operationId: 'revokeAllSessions',
+          tags: [TAGS.sessions.name],
           security: [{ bearerAuth: [] }],
           response: { 204: Type.Null(), ...errorResponses(401) },
         },
@@ -124,6 +130,7 @@ export function sessionsRoutes(deps: { sessions: SessionsService }): FastifyPlug
         schema: {
           summary: 'Revoke one session of the caller',
           operationId: 'revokeSession',
+          tags: [TAGS.sessions.name],
           security: [{ bearerAuth: [] }],
           params: SessionIdParamsSchema,
           response: { 204: Type.Null(), ...errorResponses(401, 403, 404) },

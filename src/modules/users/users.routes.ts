@@ -4,13 +4,14 @@ import { AppError, errorResponses } from '../../errors.js';
 import { securityEvent } from '../audit/security-events.js';
 import type { RateLimiter, RateLimitRule } from '../rate-limits/rate-limits.service.js';
 import { bearerAuth, callerOf } from '../../plugins/authenticate.js';
+import { TAGS } from '../../plugins/openapi.js';
 import { MeResponseSchema } from '../sessions/sessions.schemas.js';
 import type { SessionsService } from '../sessions/sessions.service.js';
 import { clearRefreshCookie } from '../sessions/refresh-cookie.js';
 import { ChangePasswordRequestSchema, SignUpRequestSchema, SignUpResponseSchema, toUser } from './users.schemas.js';
 import type { UsersService } from './users.service.js';
 
-/** POST /sign-up, POST /change-password, GET /me (spec §4). */
+/** POST /sign-up, GET /me, POST /change-password (docs/api.md#sign-up, docs/api.md#me, docs/api.md#change-password). */
 export function usersRoutes(deps: {
   users: UsersService;
   sessions: SessionsService;
@@ -28,6 +29,7 @@ export function usersRoutes(deps: {
         schema: {
           summary: 'Sign up with a username and an email or a phone number',
           operationId: 'signUp',
+          tags: [TAGS.signUp.name],
           body: SignUpRequestSchema,
           response: { 201: SignUpResponseSchema, ...errorResponses(400, 409, 413, 429) },
         },
@@ -44,6 +46,24 @@ export function usersRoutes(deps: {
       },
     );
 
+    app.get(
+      '/me',
+      {
+        onRequest: bearer,
+        schema: {
+          summary: 'The calling user and session',
+          operationId: 'getMe',
+          tags: [TAGS.account.name],
+          security: [{ bearerAuth: [] }],
+          response: { 200: MeResponseSchema, ...errorResponses(401) },
+        },
+      },
+      async (request) => {
+        const { user, session } = callerOf(request);
+        return { user: toUser(user), session_id: session.id };
+      },
+    );
+
     app.post(
       '/change-password',
       {
@@ -52,6 +72,7 @@ export function usersRoutes(deps: {
         schema: {
           summary: 'Change the password; revokes every session of the user',
           operationId: 'changePassword',
+          tags: [TAGS.account.name],
           security: [{ bearerAuth: [] }],
           body: ChangePasswordRequestSchema,
           response: { 204: Type.Null(), ...errorResponses(400, 401, 413, 429) },
@@ -66,23 +87,6 @@ export function usersRoutes(deps: {
         securityEvent(request.log, 'password.changed', { userId: caller.user.id, sessionId: caller.session.id, ip: request.ip });
         clearRefreshCookie(reply);
         return reply.code(204).send(null);
-      },
-    );
-
-    app.get(
-      '/me',
-      {
-        onRequest: bearer,
-        schema: {
-          summary: 'The calling user and session',
-          operationId: 'getMe',
-          security: [{ bearerAuth: [] }],
-          response: { 200: MeResponseSchema, ...errorResponses(401) },
-        },
-      },
-      async (request) => {
-        const { user, session } = callerOf(request);
-        return { user: toUser(user), session_id: session.id };
       },
     );
   };

@@ -1,7 +1,23 @@
 import { Type, type Static } from '@sinclair/typebox';
 import { PASSWORD_MAX_CODE_POINTS, PASSWORD_MIN_CODE_POINTS } from '../../crypto/password.js';
+import { withRule } from '../../errors.js';
 import { EMAIL_MAX_LENGTH, USERNAME_MAX_LENGTH, USERNAME_MIN_LENGTH } from './identifiers.js';
 import type { UserRow } from './users.repo.js';
+
+/** The user of the examples in the OpenAPI document; a test sends each request example (test/http/openapi-examples.test.ts). */
+export const EXAMPLE_USER = { id: '0b5e7a4c-3f1d-4c8e-9a2b-6d7f8e9a0b1c', username: 'alice', email: 'alice@example.com', password: 'correct horse battery staple' } as const;
+
+/** EXAMPLE_USER as a wire User once the email is verified. */
+export const EXAMPLE_VERIFIED_USER = { id: EXAMPLE_USER.id, username: EXAMPLE_USER.username, email: EXAMPLE_USER.email, phone: null, is_email_verified: true, is_phone_verified: false };
+
+/** An email address as a request field: sign-up, verify-email and resend. */
+export const EmailAddressSchema = withRule(Type.String({ format: 'email', maxLength: EMAIL_MAX_LENGTH, examples: [EXAMPLE_USER.email] }), `must be an email address of at most ${EMAIL_MAX_LENGTH} characters`);
+
+/** A password being chosen: sign-up's `password`, change-password's `new_password`. */
+export const NewPasswordSchema = withRule(
+  Type.String({ minLength: PASSWORD_MIN_CODE_POINTS, maxLength: PASSWORD_MAX_CODE_POINTS }),
+  `must be ${PASSWORD_MIN_CODE_POINTS} to ${PASSWORD_MAX_CODE_POINTS} characters`,
+);
 
 /** Spec §2 User: all fields present, no others. */
 export const UserSchema = Type.Object(
@@ -13,7 +29,12 @@ export const UserSchema = Type.Object(
     is_email_verified: Type.Boolean(),
     is_phone_verified: Type.Boolean(),
   },
-  { $id: 'User', title: 'User', additionalProperties: false },
+  {
+    $id: 'User',
+    title: 'User',
+    additionalProperties: false,
+    examples: [EXAMPLE_VERIFIED_USER],
+  },
 );
 export type User = Static<typeof UserSchema>;
 
@@ -29,24 +50,42 @@ export function toUser(row: UserRow): User {
   };
 }
 
-/** Spec §2 SignUpRequest; at least one of `email` and `phone`. */
+/** SignUpRequest: at least one of `email` and `phone` (docs/api.md#sign-up). */
 export const SignUpRequestSchema = Type.Object(
   {
-    username: Type.String({ minLength: USERNAME_MIN_LENGTH, maxLength: USERNAME_MAX_LENGTH, pattern: '^[a-zA-Z0-9_]+$' }),
-    email: Type.Optional(Type.String({ format: 'email', maxLength: EMAIL_MAX_LENGTH })),
-    phone: Type.Optional(Type.String({ pattern: '^[+]?[0-9 ()-]{8,24}$' })),
-    password: Type.String({ minLength: PASSWORD_MIN_CODE_POINTS, maxLength: PASSWORD_MAX_CODE_POINTS }),
+    username: withRule(
+      Type.String({ minLength: USERNAME_MIN_LENGTH, maxLength: USERNAME_MAX_LENGTH, pattern: '^[a-zA-Z0-9_]+$' }),
+      `must be ${USERNAME_MIN_LENGTH} to ${USERNAME_MAX_LENGTH} letters, digits or underscores`,
+    ),
+    email: Type.Optional(EmailAddressSchema),
+    phone: Type.Optional(
+      withRule(Type.String({ pattern: '^[+]?[0-9 ()-]{8,24}$' }), 'must be a phone number: 8 to 24 digits, spaces, hyphens or parentheses, after an optional +'),
+    ),
+    password: NewPasswordSchema,
   },
-  { title: 'SignUpRequest', additionalProperties: false, anyOf: [{ required: ['email'] }, { required: ['phone'] }] },
+  {
+    title: 'SignUpRequest',
+    additionalProperties: false,
+    anyOf: [{ required: ['email'] }, { required: ['phone'] }],
+    examples: [
+      { username: EXAMPLE_USER.username, email: EXAMPLE_USER.email, password: EXAMPLE_USER.password },
+      // A number from the range Ofcom keeps for drama (+44 20 7946 0xxx): it belongs to no one.
+      { username: 'bob', phone: '+44 20 7946 0958', password: 'plum tractor velvet harbour' },
+    ],
+  },
 );
 
-export const SignUpResponseSchema = Type.Object({ user: UserSchema }, { additionalProperties: false });
+export const SignUpResponseSchema = Type.Object(
+  { user: UserSchema },
+  { additionalProperties: false, examples: [{ user: { ...EXAMPLE_VERIFIED_USER, is_email_verified: false } }] },
+);
 
-/** Spec §2 ChangePasswordRequest. */
+/** ChangePasswordRequest (docs/api.md#change-password). */
 export const ChangePasswordRequestSchema = Type.Object(
   {
     current_password: Type.String(),
-    new_password: Type.String({ minLength: PASSWORD_MIN_CODE_POINTS, maxLength: PASSWORD_MAX_CODE_POINTS }),
+    new_password: NewPasswordSchema,
   },
-  { title: 'ChangePasswordRequest', additionalProperties: false },
+  { title: 'ChangePasswordRequest', additionalProperties: false, examples: [{ current_password: EXAMPLE_USER.password, new_password: 'plum tractor velvet harbour' }] },
 );
+

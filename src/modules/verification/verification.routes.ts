@@ -1,6 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from '@sinclair/typebox';
 import { errorResponses } from '../../errors.js';
+import { TAGS } from '../../plugins/openapi.js';
 import { normalizeEmail } from '../users/identifiers.js';
 import { ResendVerificationBodySchema, VerifyEmailBodySchema, VerifyEmailQuerySchema } from './verification.schemas.js';
 import type { VerificationService } from './verification.service.js';
@@ -17,7 +18,13 @@ export function verificationRoutes(deps: { verification: VerificationService }):
       '/verify-email',
       {
         config: { validationError: 'auth.verify_email.validation_failed' },
-        schema: { summary: 'Verify an email address with its code', operationId: 'verifyEmail', querystring: VerifyEmailQuerySchema, response: verifyResponses },
+        schema: {
+          summary: 'Verify an email address with its code',
+          operationId: 'verifyEmail',
+          tags: [TAGS.signUp.name],
+          querystring: VerifyEmailQuerySchema,
+          response: verifyResponses,
+        },
       },
       async (request, reply) => {
         await verification.verify(normalizeEmail(request.query.email), request.query.code, { ip: request.ip });
@@ -32,6 +39,7 @@ export function verificationRoutes(deps: { verification: VerificationService }):
         schema: {
           summary: 'Verify an email address with its code (JSON body)',
           operationId: 'verifyEmailWithBody',
+          tags: [TAGS.signUp.name],
           body: VerifyEmailBodySchema,
           response: verifyBodyResponses,
         },
@@ -49,6 +57,7 @@ export function verificationRoutes(deps: { verification: VerificationService }):
         schema: {
           summary: 'Queue a fresh code for an unverified address (204 whatever the address)',
           operationId: 'resendVerification',
+          tags: [TAGS.signUp.name],
           body: ResendVerificationBodySchema,
           response: { 204: Type.Null(), ...errorResponses(400, 413, 429) },
         },

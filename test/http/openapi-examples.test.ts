@@ -1,0 +1,286 @@
+/**
+ * Every example in the OpenAPI document (the API reference page shows them) is true:
+ *
+ * - each example (a schema's `examples`, a media type's or parameter's `example`/`examples`)
+ *   is valid against its own schema, checked by Ajv with the options requests are validated
+ *   with in production (src/app.ts AJV_OPTIONS);
+ * - each request example (a JSON body, or the query built from the parameters' examples) is sent
+ *   to the service (same buildApp as production), its database emptied, after a fixture per
+ *   operation has set up
+ *   what the example needs: a user with the example's username, email and password, a live
+ *   verification code equal to the example's, a session and its Bearer token or refresh cookie.
+ *   It must get the documented status (the first 2xx of the operation), and a JSON answer must
+ *   match the documented schema of that status. Operations without a request (refresh, logout,
+ *   the probes, ...) are called once the same way.
+ *
+ * A new operation without a fixture, or with a body or query but no example, fails here.
+ */
+import { AjvCompiler } from '@fastify/ajv-compiler';
+import { afterAll, describe, expect, it } from 'vitest';
+import { AJV_OPTIONS } from '../../src/app.js';
+import { hmacSha256 } from '../../src/crypto/secrets.js';
+import { normalizeEmail } from '../../src/modules/users/identifiers.js';
+import { createTestContext, type TestContext } from '../helpers/context.js';
+import { createVerifiedUser, latestCode, PASSWORD, postJson, signIn, uniqueName } from '../helpers/flows.js';
+
+type Json = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
+
+const HTTP_METHODS = ['get', 'put', 'post', 'delete', 'patch', 'head', 'options', 'trace'];
+
+// The document is read once, before the tests are collected, so each example gets a test of its own.
+const ctx = await createTestContext();
+const document = (await ctx.app.inject({ method: 'GET', url: '/auth/v0/openapi.json' })).json() as Json;
+afterAll(async () => ctx.close());
+
+/** Empties every table but the migrations' and forgets the emails received: each example starts from a new service's state. */
+async function emptyDatabase(): Promise<void> {
+  const { rows } = await ctx.db.query<{ tablename: string }>(
+    "SELECT tablename FROM pg_tables WHERE schemaname = current_schema() AND tablename <> 'schema_version'",
+  );
+  await ctx.db.query(`TRUNCATE ${rows.map((r) => `"${r.tablename}"`).join(', ')}`);
+  ctx.smtp.messages.length = 0;
+}
+
+/** `schema` with every `$ref` to `#/components/schemas/X` replaced by that component (the document has no cycles). */
+function deref(schema: unknown): unknown {
+  if (Array.isArray(schema)) return schema.map(deref);
+  if (schema === null || typeof schema !== 'object') return schema;
+  const ref = (schema as Json).$ref;
+  if (typeof ref === 'string') {
+    const name = /^#\/components\/schemas\/(.+)$/.exec(ref)?.[1];
+    const target = name === undefined ? undefined : document.components.schemas[name];
+    if (target === undefined) throw new Error(`unresolved $ref ${ref}`);
+    return deref(target);
+  }
+  return Object.fromEntries(Object.entries(schema).map(([k, v]) => [k, deref(v)]));
+}
+
+/** Ajv as production builds it for request validation (same compiler, same options, ajv-formats). */
+const compile = AjvCompiler()({}, AJV_OPTIONS);
+function validate(schema: unknown, value: unknown): string | undefined {
+  const check = compile({ schema: deref(schema) as Json, method: 'GET', url: '/', httpPart: 'body' });
+  return check(value) ? undefined : JSON.stringify(check.errors);
+}
+
+interface Example {
+  readonly where: string;
+  readonly schema: unknown;
+  readonly value: unknown;
+}
+
+/** The examples of a media type or parameter object: `example`, or each `examples.<name>.value`. */
+function examplesOf(holder: Json): { name: string; value: unknown }[] {
+  const out: { name: string; value: unknown }[] = [];
+  if ('example' in holder) out.push({ name: 'example', value: holder.example });
+  for (const [name, example] of Object.entries((holder.examples ?? {}) as Json)) out.push({ name, value: (example as Json).value });
+  return out;
+}
+
+/** Every `examples` entry of a schema and of the schemas inside it. */
+function schemaExamples(schema: unknown, where: string, out: Example[]): void {
+  if (schema === null || typeof schema !== 'object') return;
+  const s = schema as Json;
+  if (Array.isArray(s.examples)) s.examples.forEach((value: unknown, i: number) => out.push({ where: `${where} examples[${i}]`, schema: s, value }));
+  for (const [name, property] of Object.entries((s.properties ?? {}) as Json)) schemaExamples(property, `${where}.${name}`, out);
+  if (typeof s.items === 'object') schemaExamples(s.items, `${where}[]`, out);
+  for (const keyword of ['anyOf', 'oneOf', 'allOf'] as const) (s[keyword] as unknown[] | undefined)?.forEach((branch, i) => schemaExamples(branch, `${where}/${keyword}/${i}`, out));
+  if (typeof s.additionalProperties === 'object') schemaExamples(s.additionalProperties, `${where}{}`, out);
+}
+
+/** Every example of the document with the schema it must satisfy. */
+function allExamples(): Example[] {
+  const out: Example[] = [];
+  for (const [name, schema] of Object.entries(document.components.schemas as Json)) schemaExamples(schema, `components.schemas.${name}`, out);
+  for (const [path, item] of Object.entries(document.paths as Json)) {
+    for (const [method, operation] of Object.entries(item as Json)) {
+      if (!HTTP_METHODS.includes(method)) continue;
+      const at = `${method.toUpperCase()} ${path}`;
+      const media: [string, Json][] = [
+        ...Object.entries((operation.requestBody?.content ?? {}) as Json).map(([type, m]) => [`${at} request ${type}`, m as Json] as [string, Json]),
+        ...Object.entries((operation.responses ?? {}) as Json).flatMap(([status, response]) =>
+          Object.entries(((response as Json).content ?? {}) as Json).map(([type, m]) => [`${at} ${status} ${type}`, m as Json] as [string, Json]),
+        ),
+        ...((operation.parameters ?? []) as Json[]).map((p) => [`${at} ${p.in} parameter ${p.name}`, p] as [string, Json]),
+      ];
+      for (const [where, holder] of media) {
+        for (const { name, value } of examplesOf(holder)) out.push({ where: `${where} ${name}`, schema: holder.schema, value });
+        schemaExamples(holder.schema, `${where} schema`, out);
+      }
+    }
+  }
+  return out;
+}
+
+interface Operation {
+  readonly method: string;
+  readonly path: string;
+  readonly operationId: string;
+  readonly operation: Json;
+}
+
+function allOperations(): Operation[] {
+  return Object.entries(document.paths as Json).flatMap(([path, item]) =>
+    Object.entries(item as Json)
+      .filter(([method]) => HTTP_METHODS.includes(method))
+      .map(([method, operation]) => ({ method, path, operationId: (operation as Json).operationId as string, operation: operation as Json })),
+  );
+}
+
+/** A request to send: a JSON body, or query parameters; none for operations that take neither. */
+interface RequestExample {
+  readonly name: string;
+  readonly body?: Json;
+  readonly query?: Record<string, string>;
+}
+
+/** The documented request examples of an operation: each body example, or one query made of each parameter's example. */
+function requestExamples(operation: Json): RequestExample[] {
+  const json = operation.requestBody?.content?.['application/json'] as Json | undefined;
+  if (json !== undefined) return examplesOf(json).map(({ name, value }) => ({ name, body: value as Json }));
+  const query = ((operation.parameters ?? []) as Json[]).filter((p) => p.in === 'query');
+  if (query.length > 0) {
+    const values = query.map((p) => [p.name as string, examplesOf(p)[0]?.value] as const);
+    const missing = values.filter(([, v]) => v === undefined).map(([n]) => n);
+    if (missing.length > 0) throw new Error(`query parameters without an example: ${missing.join(', ')}`);
+    return [{ name: 'query example', query: Object.fromEntries(values.map(([n, v]) => [n, String(v)])) }];
+  }
+  return [{ name: 'no request' }];
+}
+
+/** What a fixture sets up for the request: headers (Bearer, cookie) and path parameters. */
+interface Prepared {
+  readonly headers?: Record<string, string>;
+  readonly params?: Record<string, string>;
+}
+
+type Fixture = (ctx: TestContext, example: RequestExample) => Promise<Prepared>;
+
+const nothing: Fixture = async () => ({});
+
+/** A verified user named by the example (its username, email and password where it gives them), signed in. */
+async function signedIn(ctx: TestContext, example: RequestExample, password = PASSWORD) {
+  const username = (example.body?.username as string | undefined) ?? uniqueName();
+  const email = (example.body?.email as string | undefined) ?? `${username}@example.test`;
+  const user = await createVerifiedUser(ctx, { username, email, password });
+  return { user, session: await signIn(ctx, { username: user.username, password }) };
+}
+
+const bearer: Fixture = async (ctx, example) => {
+  const { session } = await signedIn(ctx, example);
+  return { headers: { authorization: `Bearer ${session.accessToken}` } };
+};
+
+/** A user who signed up with the example's email and has not verified it yet. */
+async function unverified(ctx: TestContext, email: string): Promise<void> {
+  const res = await postJson(ctx, '/auth/v0/sign-up', { username: uniqueName(), email, password: PASSWORD });
+  expect(res.statusCode, res.body).toBe(201);
+  await latestCode(ctx, normalizeEmail(email));
+}
+
+/** An unverified user whose live verification code is the example's (its HMAC replaces the emailed code's). */
+const liveCode: Fixture = async (ctx, example) => {
+  const { email, code } = (example.body ?? example.query) as { email: string; code: string };
+  await unverified(ctx, email);
+  const { rows } = await ctx.db.query<{ id: string }>(
+    'SELECT id FROM verification_codes WHERE email = $1 AND consumed_at IS NULL AND superseded_at IS NULL',
+    [normalizeEmail(email)],
+  );
+  expect(rows).toHaveLength(1);
+  await ctx.db.query('UPDATE verification_codes SET code_hash = $2 WHERE id = $1', [rows[0]!.id, hmacSha256(ctx.app.keys.codeHmacKey, `${rows[0]!.id}:${code}`)]);
+  return {};
+};
+
+/** Per operationId: the state its example needs. */
+const FIXTURES: Record<string, Fixture> = {
+  signUp: nothing,
+  verifyEmail: liveCode,
+  verifyEmailWithBody: liveCode,
+  resendVerification: async (ctx, example) => {
+    await unverified(ctx, example.body!.email as string);
+    return {};
+  },
+  signIn: async (ctx, example) => {
+    await signedIn(ctx, example, example.body!.password as string);
+    return {};
+  },
+  refresh: async (ctx, example) => {
+    const { session } = await signedIn(ctx, example);
+    return { headers: { cookie: `refresh_token=${session.refreshToken}` } };
+  },
+  logout: bearer,
+  listSessions: bearer,
+  revokeAllSessions: bearer,
+  revokeSession: async (ctx, example) => {
+    const { user, session } = await signedIn(ctx, example);
+    const other = await signIn(ctx, { username: user.username, password: PASSWORD });
+    return { headers: { authorization: `Bearer ${session.accessToken}` }, params: { session_id: other.sessionId } };
+  },
+  getMe: bearer,
+  changePassword: async (ctx, example) => {
+    const { session } = await signedIn(ctx, example, example.body!.current_password as string);
+    return { headers: { authorization: `Bearer ${session.accessToken}` } };
+  },
+  getJwks: nothing,
+  getLiveness: nothing,
+  getReadiness: nothing,
+  getMetrics: nothing,
+  getOpenApiDocument: nothing,
+};
+
+/** The status an example is documented for: the operation's first 2xx. */
+function documentedStatus(operation: Json): number {
+  const status = Object.keys(operation.responses as Json).find((s) => /^2\d\d$/.test(s));
+  if (status === undefined) throw new Error(`${operation.operationId as string} documents no 2xx`);
+  return Number(status);
+}
+
+describe('every example of the OpenAPI document is valid against its own schema (production Ajv options)', () => {
+  const examples = allExamples();
+
+  it('has examples: every operation with a body or query has a request example, and every JSON success body a response example', () => {
+    for (const { operationId, operation } of allOperations()) {
+      const success = (operation.responses as Json)[String(documentedStatus(operation))] as Json;
+      const json = success.content?.['application/json'] as Json | undefined;
+      if (json !== undefined) expect(examplesOf(json).length, `${operationId} ${documentedStatus(operation)}`).toBeGreaterThan(0);
+      const hasRequest = operation.requestBody !== undefined || ((operation.parameters ?? []) as Json[]).some((p) => p.in === 'query');
+      if (hasRequest) expect(requestExamples(operation)[0]!.name, operationId).not.toBe('no request');
+    }
+    expect(examples.length).toBeGreaterThan(20);
+  });
+
+  it.each(examples.map((e) => [e.where, e] as const))('%s', (_where, example) => {
+    expect(validate(example.schema, example.value)).toBeUndefined();
+  });
+});
+
+describe('every request example, sent to the service with the state it needs, gets its documented status', () => {
+  const cases = allOperations().flatMap((op) => requestExamples(op.operation).map((example) => [`${op.operationId} (${example.name})`, op, example] as const));
+
+  it('has a fixture for every operation of the document, and no other', () => {
+    expect(Object.keys(FIXTURES).sort()).toEqual(allOperations().map((o) => o.operationId).sort());
+  });
+
+  it.each(cases)('%s', async (_name, op, example) => {
+    await emptyDatabase();
+    const fixture = FIXTURES[op.operationId];
+    expect(fixture, `no fixture for ${op.operationId}`).toBeDefined();
+    const prepared = await fixture!(ctx, example);
+    const path = op.path.replace(/\{([^}]+)\}/g, (_m, name: string) => encodeURIComponent(prepared.params?.[name] ?? `missing-${name}`));
+    const query = example.query === undefined ? '' : `?${new URLSearchParams(example.query).toString()}`;
+    const res = await ctx.app.inject({
+      method: op.method.toUpperCase() as 'GET',
+      url: `${path}${query}`,
+      headers: { ...(example.body === undefined ? {} : { 'content-type': 'application/json' }), ...prepared.headers },
+      ...(example.body === undefined ? {} : { payload: example.body }),
+    });
+    const status = documentedStatus(op.operation);
+    expect(res.statusCode, res.body).toBe(status);
+    // The answer matches what the document says that status carries.
+    const content = ((op.operation.responses as Json)[String(status)] as Json).content as Json | undefined;
+    if (content?.['application/json'] !== undefined) {
+      expect(validate(content['application/json'].schema, res.json()), res.body).toBeUndefined();
+    } else if (content === undefined) {
+      expect(res.body).toBe('');
+    }
+  });
+});
