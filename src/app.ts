@@ -31,7 +31,7 @@ import { verificationRoutes } from './modules/verification/verification.routes.j
 import { createVerificationService } from './modules/verification/verification.service.js';
 import './plugins/authenticate.js';
 
-/** Every route of the interface lives under this prefix (spec §9). */
+/** Every route of the interface lives under this prefix (docs/api.md#base-path-and-version). */
 export const API_PREFIX = '/auth/v0';
 
 /** Largest accepted request body in bytes; larger ones answer 413 `request.body_too_large`. */

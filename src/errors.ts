@@ -1,7 +1,7 @@
 import { Type, type TSchema } from '@sinclair/typebox';
 
 /**
- * The error-code catalog (decisions.md §7): every `{code, message}` the service can answer,
+ * The error-code catalog (docs/api.md#error-codes): every `{code, message}` the service can answer,
  * with its HTTP status. Errors are data: routes and services throw {@link AppError} with a
  * catalog code, and the error handler turns it into the response. Public messages never
  * carry internals; causes go to the log.
@@ -24,7 +24,7 @@ export const ERROR_CATALOG = {
   'auth.verify_email.user_not_found': { status: 404, message: 'No user has this email address.' },
   'auth.session_not_found': { status: 404, message: 'The session does not exist.' },
   'request.not_found': { status: 404, message: 'No such route.' },
-  // Not in decisions.md §7: a malformed request that no operation's validation code fits (a bad
+  // Not an operation's own code (docs/api.md#status-codes): a malformed request that no operation's validation code fits (a bad
   // Content-Type header on a route without a body; malformed HTTP, also answered 408 or 431).
   'request.invalid': { status: 400, message: 'The request is malformed.' },
   'auth.sign_up.username_taken': { status: 409, message: 'The username is already taken.' },
@@ -38,7 +38,7 @@ export const ERROR_CATALOG = {
   'auth.sign_in.too_many_attempts': { status: 429, message: 'Too many failed sign-ins; try again later.' },
   'auth.change_password.too_many_attempts': { status: 429, message: 'Too many wrong current passwords; try again later.' },
   'auth.sign_up.too_many_attempts': { status: 429, message: 'Too many sign-ups from this address; try again later.' },
-  // `auth.verify_email.too_many_attempts` is taken by the 410 of a dead code (decisions.md §7).
+  // `auth.verify_email.too_many_attempts` is taken by the 410 of a dead code (docs/api.md#error-codes).
   'auth.verify_email.rate_limited': { status: 429, message: 'Too many failed verifications for this address; try again later.' },
   internal_error: { status: 500, message: 'Internal error.' },
   service_unavailable: { status: 503, message: 'The service is temporarily unavailable; try again shortly.' },
@@ -67,7 +67,7 @@ export class AppError extends Error {
   readonly headers: Record<string, string>;
 }
 
-/** The Error body (spec §7): exactly `{code, message}`. */
+/** The Error body (docs/api.md#error-body): exactly `{code, message}`. */
 export const ErrorSchema = Type.Object(
   { code: Type.String({ description: 'Dotted machine-readable code from the catalog.' }), message: Type.String() },
   { $id: 'Error', additionalProperties: false, title: 'Error' },

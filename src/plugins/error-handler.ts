@@ -160,7 +160,7 @@ export function sendError(reply: FastifyReply, code: ErrorCode, message?: string
 }
 
 /**
- * Turns every failure into `{code, message}` with the catalog's status (decisions.md §7):
+ * Turns every failure into `{code, message}` with the catalog's status (docs/api.md#error-codes):
  * AppError as thrown; schema, JSON and content-type failures as the route's
  * `*.validation_failed` (400) with a message in plain words ({@link validationMessage});
  * oversized bodies as 413; database outages as 503; anything else as 500 `internal_error`

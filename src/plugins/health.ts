@@ -7,7 +7,7 @@ import { errorResponses } from '../errors.js';
 import { sendError } from './error-handler.js';
 import { TAGS } from './openapi.js';
 
-/** Liveness probe path, outside the API prefix (issue 5 point 2). */
+/** Liveness probe path, outside the API prefix (docs/api.md#healthz). */
 export const LIVENESS_PATH = '/healthz';
 /** Readiness probe path, outside the API prefix. */
 export const READINESS_PATH = '/readyz';
@@ -19,7 +19,7 @@ export const READINESS_PATH = '/readyz';
  */
 export const READINESS_TIMEOUT_MS = 2_000;
 
-/** Why the service is not ready; the public 503 message (no internals, decisions.md §7). */
+/** Why the service is not ready; the public 503 message (no internals, docs/api.md#error-body). */
 const NOT_READY_MESSAGES = {
   database: 'The database cannot be reached.',
   schema: 'The database schema is behind this version of the service; run the migrations.',
@@ -41,7 +41,8 @@ export async function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T
 /**
  * Where the database stands for readiness: `undefined` when `SELECT 1` answers and the schema
  * is at or past the newest migration this code ships (a newer schema is fine: migrations run
- * before a new version starts, spec §9 rule 3, while old instances still serve); else why not.
+ * before a new version starts, while old instances still serve, docs/operations.md "Migrations
+ * before a new version starts"); else why not.
  */
 export async function readinessProblem(db: Db): Promise<keyof typeof NOT_READY_MESSAGES | undefined> {
   try {

@@ -11,7 +11,7 @@ import { requestLogServerOptions } from './request-log.js';
 import { slowClientServerOptions } from './http-hardening.js';
 import { TAGS } from './openapi.js';
 
-/** Where Prometheus scrapes, outside the API prefix (issue 5 point 3). */
+/** Where Prometheus scrapes, outside the API prefix (docs/api.md#metrics). */
 export const METRICS_PATH = '/metrics';
 
 /** Label of requests that matched no route (404), so a scan of random URLs cannot create series. */

@@ -5,7 +5,7 @@ import fastifySwaggerUi from '@fastify/swagger-ui';
 import { Type } from '@sinclair/typebox';
 import { errorResponses } from '../errors.js';
 
-/** Version of the interface description (spec §9 rule 2), the document's `info.version`. */
+/** Version of the interface description (docs/api.md#base-path-and-version), the document's `info.version`. */
 export const INTERFACE_VERSION = '0.1.0';
 
 /** OpenAPI version of the generated document. 3.1 is the version whose schemas are JSON Schema (TypeBox's output, `type: ['string', 'null']` included). */
@@ -36,10 +36,10 @@ export const TAGS = {
   operations: { name: 'Operations', description: 'For operators: liveness and readiness probes, Prometheus metrics, and this document.' },
 } as const;
 
-/** Name of the refresh cookie (spec §5); repeated here so the document does not depend on the sessions module. */
+/** Name of the refresh cookie (docs/api.md#refresh-cookie); repeated here so the document does not depend on the sessions module. */
 const REFRESH_COOKIE_NAME = 'refresh_token';
 
-/** What each status means in this service (spec §4, §7; decisions.md §7), the `description` of every response object. */
+/** What each status means in this service (docs/api.md#status-codes, docs/api.md#error-codes), the `description` of every response object. */
 const RESPONSE_DESCRIPTIONS: Readonly<Record<string, string>> = {
   '200': 'OK.',
   '201': 'Created.',

@@ -1,7 +1,7 @@
 /**
- * The OpenAPI document and the API reference page (issue 5 point 1): a valid OpenAPI 3.1
- * document generated from the route schemas, with every route of the spec (§4) and exactly its
- * status codes plus the documented extras (413 where a body is read, 429 where rate-limited,
+ * The OpenAPI document and the API reference page (docs/api.md#openapi-document): a valid
+ * OpenAPI 3.1 document generated from the route schemas, with every operation of docs/api.md,
+ * the operational endpoints, their tags, and exactly their status codes plus the documented extras (413 where a body is read, 429 where rate-limited,
  * 500/503 everywhere), the two security schemes and the Error schema; a reference page whose
  * scripts all come from this service; and docs/openapi.json, which must not drift from it.
  *
@@ -23,14 +23,13 @@ function pretty(document: unknown): string {
   return `${JSON.stringify(document, null, 2)}\n`;
 }
 
-/** Statuses every operation may answer: 500 `internal_error`, 503 `service_unavailable` (decisions.md §7). */
+/** Statuses every operation may answer: 500 `internal_error`, 503 `service_unavailable` (docs/api.md#status-codes). */
 const ALWAYS = ['500', '503'];
 
 /**
- * Spec §4 "Status codes per operation", plus this service's documented extras: 413 on every
- * route that reads a JSON body, 429 where a rate limit applies (docs/decisions.md "Rate limits";
- * decisions.md §6 for resend), and the POST form of verify-email with the GET form's codes
- * (spec §4 rule 1: same semantics).
+ * The status codes of each operation (docs/api.md#operations), with 413 on every route that
+ * reads a JSON body, 429 where a rate limit applies (docs/api.md#rate-limits), and the POST form
+ * of verify-email with the GET form's codes (docs/api.md#verify-email-post: same semantics).
  */
 const EXPECTED: Record<string, { statuses: string[]; security?: 'bearerAuth' | 'refreshCookie' }> = {
   'post /auth/v0/sign-up': { statuses: ['201', '400', '409', '413', '429'] },
@@ -96,7 +95,7 @@ function operations(doc: Json): Map<string, Json> {
   return out;
 }
 
-describe('GET /auth/v0/openapi.json (issue 5 point 1)', () => {
+describe('GET /auth/v0/openapi.json', () => {
   it('is a valid OpenAPI 3.1 document whose $refs all resolve', async () => {
     expect(document.openapi).toBe('3.1.0');
     expect(document.info).toMatchObject({ title: 'Latchkey', version: '0.1.0' });
@@ -116,7 +115,7 @@ describe('GET /auth/v0/openapi.json (issue 5 point 1)', () => {
     }
   });
 
-  it('has every operation of spec §4, no other, each with exactly its status codes', () => {
+  it('has every operation of docs/api.md, no other, each with exactly its status codes', () => {
     const ops = operations(document);
     expect([...ops.keys()].sort()).toEqual(Object.keys(EXPECTED).sort());
     for (const [key, expected] of Object.entries(EXPECTED)) {
@@ -155,7 +154,7 @@ describe('GET /auth/v0/openapi.json (issue 5 point 1)', () => {
     }
   });
 
-  it('has the Error schema of spec §7, and every error response is an Error', () => {
+  it('has the Error schema (docs/api.md#error-body), and every error response is an Error', () => {
     expect(document.components.schemas.Error).toEqual({
       title: 'Error',
       type: 'object',
@@ -173,7 +172,7 @@ describe('GET /auth/v0/openapi.json (issue 5 point 1)', () => {
     }
   });
 
-  it('names the spec §2 shapes as components and refers to them', () => {
+  it('names the wire shapes as components and refers to them', () => {
     const schemas = document.components.schemas as Json;
     for (const name of ['User', 'Session', 'Error', 'SignUpRequest', 'SignInRequest', 'ChangePasswordRequest', 'SignInResponse', 'RefreshResponse', 'MeResponse', 'SessionsResponse', 'Jwks']) {
       expect(schemas[name], name).toBeDefined();
@@ -189,7 +188,7 @@ describe('GET /auth/v0/openapi.json (issue 5 point 1)', () => {
       expect(success.content['application/json'].schema, key).toEqual({ $ref: `#/components/schemas/${name}` });
     }
     expect(ops.get('post /auth/v0/sign-up')!.requestBody.content['application/json'].schema).toEqual({ $ref: '#/components/schemas/SignUpRequest' });
-    // The GET form of verify-email documents its query parameters (spec §4).
+    // The GET form of verify-email documents its query parameters (docs/api.md#verify-email-get).
     const query = (ops.get('get /auth/v0/verify-email')!.parameters as Json[]).map((p) => [p.in, p.name, p.required]);
     expect(query.sort()).toEqual([['query', 'code', true], ['query', 'email', true]]);
   });

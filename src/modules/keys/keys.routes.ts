@@ -4,7 +4,7 @@ import { errorResponses } from '../../errors.js';
 import { TAGS } from '../../plugins/openapi.js';
 import type { KeyStore } from './keys.service.js';
 
-/** JWKS cache lifetime in seconds (spec §8). */
+/** JWKS cache lifetime in seconds (docs/api.md#jwks). */
 export const JWKS_MAX_AGE_SECONDS = 300;
 
 /** Spec §2 Jwks: `keys` with RSA public members; other members allowed. */

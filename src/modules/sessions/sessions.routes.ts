@@ -16,7 +16,7 @@ import {
 } from './sessions.schemas.js';
 import type { SessionsService } from './sessions.service.js';
 
-/** POST /sign-in, /refresh, /logout; GET and DELETE /sessions; DELETE /sessions/{session_id} (spec §4). */
+/** POST /sign-in, /refresh, /logout; GET and DELETE /sessions; DELETE /sessions/{session_id} (docs/api.md#operations). */
 export function sessionsRoutes(deps: { sessions: SessionsService }): FastifyPluginAsyncTypebox {
   const { sessions } = deps;
   return async (app) => {

@@ -35,7 +35,7 @@ export function usersRoutes(deps: {
         },
       },
       async (request, reply) => {
-        // Counted per client IP before any work (issue 3 point 1); every attempt counts.
+        // Counted per client IP before any work (docs/api.md#rate-limits); every attempt counts.
         const verdict = await limiter.hit(signUpPerIp, request.ip);
         if (!verdict.allowed) {
           securityEvent(request.log, 'sign_up.rate_limited', { ip: request.ip });

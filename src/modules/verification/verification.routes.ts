@@ -6,7 +6,7 @@ import { normalizeEmail } from '../users/identifiers.js';
 import { ResendVerificationBodySchema, VerifyEmailBodySchema, VerifyEmailQuerySchema } from './verification.schemas.js';
 import type { VerificationService } from './verification.service.js';
 
-/** GET and POST /verify-email, POST /verify-email/resend (spec §4 rule 1: both forms, same semantics). */
+/** GET and POST /verify-email, POST /verify-email/resend (docs/api.md#verify-email-get, docs/api.md#verify-email-post: both forms, same semantics). */
 export function verificationRoutes(deps: { verification: VerificationService }): FastifyPluginAsyncTypebox {
   const { verification } = deps;
   return async (app) => {

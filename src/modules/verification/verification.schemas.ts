@@ -8,7 +8,7 @@ const EXAMPLE_CODE = '493017';
 
 const Code = withRule(Type.String({ pattern: `^[0-9]{${VERIFICATION_CODE_DIGITS}}$`, examples: [EXAMPLE_CODE] }), `must be the ${VERIFICATION_CODE_DIGITS} digits of the code in the email`);
 
-/** GET /verify-email query (docs/api.md#verify-email). Other query parameters (for example tracking tags added by mail clients) are ignored. */
+/** GET /verify-email query (docs/api.md#verify-email-get). Other query parameters (for example tracking tags added by mail clients) are ignored. */
 export const VerifyEmailQuerySchema = Type.Object({ email: EmailAddressSchema, code: Code });
 
 /** POST /verify-email body: the same fields, no others. */
