@@ -37,9 +37,9 @@ export const ERROR_CATALOG = {
   'auth.resend_verification.too_many_attempts': { status: 429, message: 'A code was sent recently; try again later.' },
   'auth.sign_in.too_many_attempts': { status: 429, message: 'Too many failed sign-ins; try again later.' },
   'auth.change_password.too_many_attempts': { status: 429, message: 'Too many wrong current passwords; try again later.' },
-  'auth.sign_up.too_many_attempts': { status: 429, message: 'Too many sign-ups from this address; try again later.' },
+  'auth.sign_up.too_many_attempts': { status: 429, message: 'Too many sign-ups from this network; try again later.' },
   // `auth.verify_email.too_many_attempts` is taken by the 410 of a dead code (docs/api.md#error-codes).
-  'auth.verify_email.rate_limited': { status: 429, message: 'Too many failed verifications for this address; try again later.' },
+  'auth.verify_email.rate_limited': { status: 429, message: 'Too many failed verifications from this network; try again later.' },
   internal_error: { status: 500, message: 'Internal error.' },
   service_unavailable: { status: 503, message: 'The service is temporarily unavailable; try again shortly.' },
 } as const satisfies Record<string, { status: number; message: string }>;
