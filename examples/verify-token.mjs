@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// Verifies an latchkey access token the way another service (a resource server) should:
+// Verifies a Latchkey access token the way another service (a resource server) should:
 // with the public keys from the JWKS endpoint, pinned to RS256, checking issuer, audience,
 // expiry and the token type. See docs/integration.md.
 //

@@ -32,7 +32,7 @@ Revokes every active session of the user, as DELETE /auth/v0/sessions would, and
 many it revoked. The user's refresh tokens stop working at once, and so do the access tokens
 at this service (it checks the session on every request). Services that verify access tokens
 with the JWKS alone accept them until they expire (ACCESS_TOKEN_TTL_SECONDS).
-The user can sign in again; to stop that, change the password.
+The user can sign in again: there is no account disabling yet.
 
 Options:
   --user U    the user's id (a UUID) or username
