@@ -9,3 +9,65 @@ export function verificationEmail(input: { username: string; code: string; expir
       `It expires in ${minutes} minutes. If you did not sign up, ignore this email.\n`,
   };
 }
+
+/** The security notices the service sends (docs/api.md#security-notices). */
+export type SecurityNoticeKind = 'password_changed' | 'password_reset' | 'email_change_requested' | 'email_changed' | 'account_deleted';
+
+/** What a notice says happened, and what the owner should do if it was not them. */
+const NOTICE_TEXT: Record<SecurityNoticeKind, { subject: string; happened: string; ifNotYou: string }> = {
+  password_changed: {
+    subject: 'Your password was changed',
+    happened: 'The password of your account was changed. Every session of the account was signed out.',
+    ifNotYou: 'If you did not do this, someone else knows your password: reset your password at once and contact support.',
+  },
+  password_reset: {
+    subject: 'Your password was reset',
+    happened: 'The password of your account was reset with a code sent to this address. Every session of the account was signed out.',
+    ifNotYou: 'If you did not do this, someone else can read this mailbox: secure your email account, then reset your password and contact support.',
+  },
+  email_change_requested: {
+    subject: 'A change of your email address was requested',
+    happened: 'Someone signed in to your account asked to move it to another email address. Nothing changes until the new address is confirmed.',
+    ifNotYou: 'If you did not do this, someone else knows your password: change your password at once and contact support.',
+  },
+  email_changed: {
+    subject: 'The email address of your account was changed',
+    happened: 'Your account now uses another email address; this address no longer receives its emails.',
+    ifNotYou: 'If you did not do this, contact support at once: someone else may control your account.',
+  },
+  account_deleted: {
+    subject: 'Your account was deleted',
+    happened: 'Your account and everything the service held about it were deleted. Its username and this address can be used for a new sign-up.',
+    ifNotYou: 'If you did not do this, someone else knew your password: contact support, and change that password wherever else you use it.',
+  },
+};
+
+/**
+ * "What to send": a security notice (docs/api.md#security-notices). It says what happened, when
+ * (UTC), from which IP address and user agent, and what to do if it was not the owner. It never
+ * carries a code or a link that acts on the account (OWASP ASVS 5.0 V6.3.7: notify the user of
+ * changes to their authentication details).
+ * @param input.at when it happened; `ip` and `userAgent` null when unknown (an operator's command).
+ */
+export function securityNoticeEmail(input: {
+  kind: SecurityNoticeKind;
+  username: string;
+  at: Date;
+  ip: string | null;
+  userAgent: string | null;
+}): { subject: string; text: string } {
+  const t = NOTICE_TEXT[input.kind];
+  const when = input.at.toISOString().replace('T', ' ').replace(/\.\d{3}Z$/, ' UTC');
+  const from = input.ip === null ? 'an operator of the service (no network address)' : input.ip;
+  return {
+    subject: t.subject,
+    text:
+      `Hello ${input.username},\n\n` +
+      `${t.happened}\n\n` +
+      `When: ${when}\n` +
+      `From: ${from}\n` +
+      `Browser or app: ${input.userAgent ?? 'unknown'}\n\n` +
+      `${t.ifNotYou}\n` +
+      `If it was you, there is nothing to do.\n`,
+  };
+}

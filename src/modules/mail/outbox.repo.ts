@@ -1,4 +1,5 @@
 import type { Queryable } from '../../db/db.js';
+import type { SecurityNoticeKind } from './mail.templates.js';
 
 /** What an outbox row asks to send; `code` is removed once the email is sent, dead or expired. */
 export interface VerificationEmailPayload {
@@ -6,18 +7,32 @@ export interface VerificationEmailPayload {
   code?: string;
 }
 
+/**
+ * What a notice row asks to send (docs/api.md#security-notices): the facts the notice states,
+ * never a code or a reference to the user (the row outlives a deleted account).
+ */
+export interface SecurityNoticePayload {
+  notice: SecurityNoticeKind;
+  username: string;
+  /** When it happened, ISO 8601 UTC. */
+  at: string;
+  ip: string | null;
+  user_agent: string | null;
+}
+
+/** The kinds of outbox rows that carry a one-time code: one per code purpose (src/modules/codes/). */
+export type CodeEmailKind = 'verification' | 'password_reset';
+
+/** The kinds of outbox rows: a verification code, or a security notice. */
+export type OutboxKind = 'verification' | 'notice';
+
 /** Outbox row status (docs/decisions.md#email-outbox). */
 export type OutboxStatus = 'pending' | 'sent' | 'dead' | 'cancelled';
 
 /** A row claimed by a worker under a lease. */
-export interface ClaimedEmail {
-  id: string;
-  kind: 'verification';
-  recipient: string;
-  payload: VerificationEmailPayload;
-  attempts: number;
-  expires_at: Date | null;
-}
+export type ClaimedEmail =
+  | { id: string; kind: CodeEmailKind; recipient: string; payload: VerificationEmailPayload; attempts: number; expires_at: Date | null }
+  | { id: string; kind: 'notice'; recipient: string; payload: SecurityNoticePayload; attempts: number; expires_at: Date | null };
 
 /**
  * Queues an email. Call it inside the transaction that creates what the email announces,
@@ -26,7 +41,12 @@ export interface ClaimedEmail {
  */
 export async function enqueueEmail(
   q: Queryable,
-  e: { id: string; kind: 'verification'; recipient: string; payload: VerificationEmailPayload; now: Date; expiresAt: Date | null },
+  e: ({ kind: CodeEmailKind; payload: VerificationEmailPayload } | { kind: 'notice'; payload: SecurityNoticePayload }) & {
+    id: string;
+    recipient: string;
+    now: Date;
+    expiresAt: Date | null;
+  },
 ): Promise<void> {
   await q.query(
     `INSERT INTO email_outbox (id, kind, recipient, payload, created_at, next_attempt_at, expires_at)
@@ -139,6 +159,29 @@ export async function cancelPendingEmails(q: Queryable, c: { kind: string; recip
             expires_at = CASE WHEN status = 'pending' AND ${leased} THEN least(expires_at, $4) ELSE expires_at END
       WHERE kind = $1 AND recipient = $2 AND (status = 'pending' OR (status = 'dead' AND payload ? 'code'))`,
     [c.kind, c.recipient, c.reason, c.now],
+  );
+  return rowCount;
+}
+
+/**
+ * Cancels every queued email to `recipient`, of every kind (the account it concerns was deleted,
+ * docs/api.md#delete-account), and drops the code of its dead rows, so `outbox retry` cannot send
+ * them either. A row leased right now is being sent: its attempt goes on, but it is made to
+ * expire now, so a failed attempt is cancelled rather than retried (as in
+ * {@link cancelPendingEmails}). Reads `email_outbox_recipient_idx`. Call it before queueing the
+ * deletion notice in the same transaction, or the notice is cancelled too.
+ * @returns how many rows changed.
+ */
+export async function cancelEmailsTo(q: Queryable, c: { recipient: string; reason: string; now: Date }): Promise<number> {
+  const leased = 'lease_expires_at IS NOT NULL AND lease_expires_at > $3';
+  const { rowCount } = await q.query(
+    `UPDATE email_outbox
+        SET status = CASE WHEN status = 'pending' AND NOT (${leased}) THEN 'cancelled' ELSE status END,
+            last_error = CASE WHEN status = 'pending' AND NOT (${leased}) THEN $2 ELSE last_error END,
+            payload = CASE WHEN status = 'pending' AND ${leased} THEN payload ELSE payload - 'code' END,
+            expires_at = CASE WHEN status = 'pending' AND ${leased} THEN least(coalesce(expires_at, $3), $3) ELSE expires_at END
+      WHERE recipient = $1 AND (status = 'pending' OR (status = 'dead' AND payload ? 'code'))`,
+    [c.recipient, c.reason, c.now],
   );
   return rowCount;
 }

@@ -3,7 +3,7 @@ import type { FastifyBaseLogger } from 'fastify';
 import type { Clock } from '../../clock.js';
 import type { Db } from '../../db/db.js';
 import { createAuthMetrics, type AuthMetrics } from '../../metrics.js';
-import { verificationEmail } from './mail.templates.js';
+import { securityNoticeEmail, verificationEmail } from './mail.templates.js';
 import { MailSendError, type MailTransport } from './mail.transport.js';
 import { cancelExpiredEmails, claimDueEmails, markCancelled, markFailed, markSent, releaseLeases, type ClaimedEmail } from './outbox.repo.js';
 
@@ -35,6 +35,21 @@ export const STOP_WAIT_MS = 3_000;
 export function retryDelayMs(attempt: number, random: () => number = Math.random): number {
   const d = Math.min(BACKOFF_CAP_MS, BACKOFF_BASE_MS * 2 ** Math.max(0, attempt - 1));
   return Math.round(d / 2 + random() * (d / 2));
+}
+
+/**
+ * "What to send" for a claimed row: a notice from its stated facts, a verification email from its
+ * code; undefined for a verification row whose code was dropped (it can no longer be sent).
+ */
+function contentOf(row: ClaimedEmail, now: Date): { subject: string; text: string } | undefined {
+  if (row.kind === 'notice') {
+    const p = row.payload;
+    return securityNoticeEmail({ kind: p.notice, username: p.username, at: new Date(p.at), ip: p.ip, userAgent: p.user_agent });
+  }
+  const { code, username } = row.payload;
+  if (code === undefined) return undefined;
+  const expiresInSeconds = row.expires_at === null ? 0 : (row.expires_at.getTime() - now.getTime()) / 1000;
+  return verificationEmail({ username, code, expiresInSeconds });
 }
 
 /** The in-process outbox worker. */
@@ -91,13 +106,11 @@ export function createOutboxWorker(deps: OutboxWorkerDeps): OutboxWorker {
       await markCancelled(db, row.id, owner, 'expired before delivery');
       return;
     }
-    const { code, username } = row.payload;
-    if (code === undefined) {
+    const content = contentOf(row, now);
+    if (content === undefined) {
       await markCancelled(db, row.id, owner, 'no code in payload');
       return;
     }
-    const expiresInSeconds = row.expires_at === null ? 0 : (row.expires_at.getTime() - now.getTime()) / 1000;
-    const content = verificationEmail({ username, code, expiresInSeconds });
     try {
       await transport.send({ messageId: `<${row.id}@latchkey>`, to: row.recipient, ...content });
     } catch (err) {

@@ -83,7 +83,7 @@ export function usersRoutes(deps: {
         await users.changePassword(caller.user, {
           currentPassword: request.body.current_password,
           newPassword: request.body.new_password,
-        });
+        }, { ip: request.ip, userAgent: request.headers['user-agent'] ?? null });
         securityEvent(request.log, 'password.changed', { userId: caller.user.id, sessionId: caller.session.id, ip: request.ip });
         clearRefreshCookie(reply);
         return reply.code(204).send(null);

@@ -4,6 +4,7 @@ import type { Db } from '../../db/db.js';
 import { AppError } from '../../errors.js';
 import { createAuthMetrics, type AuthMetrics } from '../../metrics.js';
 import { normalizePassword, type PasswordHasher } from '../../crypto/password.js';
+import { queueSecurityNotice, type NoticeClient } from '../mail/notices.js';
 import { revokeAllSessions } from '../sessions/sessions.repo.js';
 import type { VerificationService } from '../verification/verification.service.js';
 import { normalizeEmail, normalizePhone, normalizeUsername } from './identifiers.js';
@@ -51,12 +52,23 @@ export interface UsersService {
    * username and email as context; it is checked before the current password. Every attempt is
    * first counted against the user (RATE_LIMIT_SIGN_IN_PER_IDENTIFIER per 15 minutes), before the
    * policy and argon2id run, and only a successful change takes its count back. Of two parallel
-   * changes exactly one wins; the other gets 401.
+   * changes exactly one wins; the other gets 401. A verified email address gets a
+   * `password_changed` notice from `client`, queued in the same transaction
+   * (docs/api.md#security-notices).
    * @throws AppError `auth.change_password.validation_failed` (400) for a bad length or a
    *   password the policy refuses (the message says why), `auth.invalid_current_password` (401),
    *   `auth.change_password.too_many_attempts` (429, Retry-After).
    */
-  changePassword(user: UserRow, input: { currentPassword: string; newPassword: string }): Promise<void>;
+  changePassword(user: UserRow, input: { currentPassword: string; newPassword: string }, client: NoticeClient): Promise<void>;
+}
+
+/**
+ * The address a security notice about `user` goes to: its email once verified, else none. An
+ * address whose owner never proved control of it may be a stranger's (typed by mistake or
+ * squatted), who must not learn about an account that uses it.
+ */
+export function noticeAddress(user: Pick<UserRow, 'email' | 'is_email_verified'>): string | null {
+  return user.email !== null && user.is_email_verified ? user.email : null;
 }
 
 /** Builds the {@link UsersService}: sign-up and password change over the database, hasher and verification service. */
@@ -94,7 +106,7 @@ export function createUsersService(deps: UsersDeps): UsersService {
       return user;
     },
 
-    async changePassword(user, input) {
+    async changePassword(user, input, client) {
       const newPassword = normalizePassword(input.newPassword);
       if (newPassword === undefined) {
         throw new AppError('auth.change_password.validation_failed', { message: 'new_password must be 8 to 72 characters after NFKC normalisation.' });
@@ -116,9 +128,15 @@ export function createUsersService(deps: UsersDeps): UsersService {
       const revoked = await db.transaction(async (tx) => {
         const replaced = await replacePasswordHash(tx, user.id, { expectedHash: user.password_hash, newHash }, now);
         if (!replaced) throw new AppError('auth.invalid_current_password');
-        return revokeAllSessions(tx, user.id, 'password_changed', now);
+        const count = await revokeAllSessions(tx, user.id, 'password_changed', now);
+        const address = noticeAddress(user);
+        if (address !== null) {
+          await queueSecurityNotice(tx, { kind: 'password_changed', recipient: address, username: user.username, at: now, client });
+        }
+        return count;
       });
       metrics.sessionsRevoked('password_changed', revoked);
+      if (noticeAddress(user) !== null) onEmailQueued();
     },
   };
 }
