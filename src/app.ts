@@ -23,6 +23,7 @@ import { sessionsRoutes } from './modules/sessions/sessions.routes.js';
 import { createSessionsService } from './modules/sessions/sessions.service.js';
 import { createAccessTokenService } from './modules/tokens/access-token.service.js';
 import { usersRoutes } from './modules/users/users.routes.js';
+import { createBreachedPasswordCheck } from './modules/users/breached-passwords.js';
 import { rateLimitRules } from './modules/rate-limits/rate-limits.rules.js';
 import { createRateLimiter } from './modules/rate-limits/rate-limits.service.js';
 import { createRetentionWorker, type RetentionWorker } from './modules/retention/retention.worker.js';
@@ -171,7 +172,8 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     codeTtlSeconds: config.verificationCodeTtlSeconds,
     onEmailQueued,
   });
-  const users = createUsersService({ db, clock, hasher, verification, onEmailQueued, limiter, rules, metrics });
+  const breachedPasswords = config.passwordBreach.check === 'hibp' ? createBreachedPasswordCheck({ apiUrl: config.passwordBreach.apiUrl, log: app.log }) : undefined;
+  const users = createUsersService({ db, clock, hasher, verification, onEmailQueued, limiter, rules, metrics, breachedPasswords });
   const sessions = createSessionsService({ db, clock, hasher, accessTokens, sessionTtlSeconds: config.sessionTtlSeconds, refreshReuseGraceSeconds: config.refreshReuseGraceSeconds, limiter, rules, log: app.log, metrics });
   const retention = createRetentionWorker({ db, clock, log: app.log, retention: config.retention, refreshReuseGraceSeconds: config.refreshReuseGraceSeconds });
   app.decorate('outbox', outbox);

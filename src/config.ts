@@ -66,6 +66,19 @@ export interface Config {
   readonly rateLimits: RateLimitSettings;
   /** How long ended rows are kept (see {@link RetentionSettings}). */
   readonly retention: RetentionSettings;
+  /** The breached-password check of new passwords (see {@link PasswordBreachSettings}). */
+  readonly passwordBreach: PasswordBreachSettings;
+}
+
+/**
+ * PASSWORD_BREACH_CHECK and PASSWORD_BREACH_API_URL (README "Configuration", docs/security.md
+ * §5): with `hibp`, new passwords are also looked up with the k-anonymity range protocol of
+ * Have I Been Pwned's Pwned Passwords API (src/modules/users/breached-passwords.ts).
+ */
+export interface PasswordBreachSettings {
+  readonly check: 'off' | 'hibp';
+  /** The range endpoint: an absolute http(s) URL ending in `/`, to which the 5-character prefix is appended. */
+  readonly apiUrl: string;
 }
 
 /**
@@ -164,6 +177,8 @@ const MAX_RETENTION_DAYS = 3650;
  * still be sent by `outbox retry`.
  */
 const MIN_RETENTION_OUTBOX_DEAD_DAYS = 1;
+/** The public Pwned Passwords range endpoint. */
+export const DEFAULT_PASSWORD_BREACH_API_URL = 'https://api.pwnedpasswords.com/range/';
 /**
  * Settings that no longer exist, with what replaced them: refused rather than silently ignored,
  * so a deployment does not believe a limit holds that is gone.
@@ -324,6 +339,15 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>>): C
     problems.push(`METRICS_PORT: must differ from PORT (${metricsPort})`);
   }
 
+  // Breached-password check: off unless asked for (it sends a hash prefix to a third party).
+  const breachCheckRaw = str('PASSWORD_BREACH_CHECK') ?? 'off';
+  let breachCheck: PasswordBreachSettings['check'] = 'off';
+  if (breachCheckRaw === 'off' || breachCheckRaw === 'hibp') breachCheck = breachCheckRaw;
+  else problems.push(`PASSWORD_BREACH_CHECK: expected off or hibp, got "${breachCheckRaw}"`);
+  const breachApiUrl = str('PASSWORD_BREACH_API_URL') ?? DEFAULT_PASSWORD_BREACH_API_URL;
+  const breachApiUrlProblem = rangeUrlProblem(breachApiUrl);
+  if (breachApiUrlProblem !== undefined) problems.push(`PASSWORD_BREACH_API_URL: ${breachApiUrlProblem}, got "${breachApiUrl}"`);
+
   const config: Config = {
     host: str('HOST') ?? '127.0.0.1',
     port: int('PORT', DEFAULT_PORT, 0, MAX_PORT),
@@ -366,9 +390,28 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>>): C
       outboxDays: retentionOutboxDays,
       outboxDeadDays: retentionOutboxDeadDays,
     },
+    passwordBreach: { check: breachCheck, apiUrl: breachApiUrl },
   };
   if (problems.length > 0) throw new ConfigError(problems);
   return deepFreeze(config);
+}
+
+/**
+ * Why `raw` cannot serve as a range endpoint (the 5-character hash prefix is appended to it), or
+ * undefined: it must be an absolute http or https URL (RFC 3986 §4.3) ending in `/`, without a
+ * query or fragment.
+ */
+function rangeUrlProblem(raw: string): string | undefined {
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    return 'expected an absolute http:// or https:// URL ending in /';
+  }
+  if ((url.protocol !== 'http:' && url.protocol !== 'https:') || !/^https?:\/\/[^/]/i.test(raw)) return 'expected an absolute http:// or https:// URL ending in /';
+  if (url.search !== '' || url.hash !== '' || raw.includes('?') || raw.includes('#')) return 'expected a URL without a query or fragment';
+  if (!raw.endsWith('/')) return 'expected a URL ending in / (the hash prefix is appended to it)';
+  return undefined;
 }
 
 /** One PEM certificate block (RFC 7468 §5). */

@@ -130,3 +130,40 @@ describe('loadConfig (README "Configuration")', () => {
     expect(loadConfig({ RETENTION_OUTBOX_DAYS: '40', RETENTION_OUTBOX_DEAD_DAYS: '40' }).retention.outboxDeadDays).toBe(40);
   });
 });
+
+describe('loadConfig: PASSWORD_BREACH_CHECK and PASSWORD_BREACH_API_URL (README "Configuration")', () => {
+  it('defaults to off with the public Pwned Passwords range endpoint', () => {
+    expect(loadConfig({}).passwordBreach).toEqual({ check: 'off', apiUrl: 'https://api.pwnedpasswords.com/range/' });
+    expect(Object.isFrozen(loadConfig({}).passwordBreach)).toBe(true);
+  });
+
+  it('reads hibp and an http or https range URL ending in /', () => {
+    expect(loadConfig({ PASSWORD_BREACH_CHECK: 'hibp' }).passwordBreach).toEqual({ check: 'hibp', apiUrl: 'https://api.pwnedpasswords.com/range/' });
+    expect(loadConfig({ PASSWORD_BREACH_CHECK: 'off', PASSWORD_BREACH_API_URL: 'http://127.0.0.1:8080/range/' }).passwordBreach).toEqual({ check: 'off', apiUrl: 'http://127.0.0.1:8080/range/' });
+    expect(loadConfig({ PASSWORD_BREACH_CHECK: ' hibp ', PASSWORD_BREACH_API_URL: ' https://hibp.internal.example/ ' }).passwordBreach).toEqual({ check: 'hibp', apiUrl: 'https://hibp.internal.example/' });
+  });
+
+  it.each([
+    ['a value other than off or hibp', { PASSWORD_BREACH_CHECK: 'on' }, /PASSWORD_BREACH_CHECK: expected off or hibp, got "on"/],
+    ['a URL without / at the end', { PASSWORD_BREACH_API_URL: 'https://api.pwnedpasswords.com/range' }, /PASSWORD_BREACH_API_URL: expected a URL ending in \//],
+    ['a relative URL', { PASSWORD_BREACH_API_URL: '/range/' }, /PASSWORD_BREACH_API_URL: expected an absolute http:\/\/ or https:\/\/ URL/],
+    ['a URL without //', { PASSWORD_BREACH_API_URL: 'https:api.pwnedpasswords.com/range/' }, /PASSWORD_BREACH_API_URL: expected an absolute http:\/\/ or https:\/\/ URL/],
+    ['another scheme', { PASSWORD_BREACH_API_URL: 'ftp://example.com/range/' }, /PASSWORD_BREACH_API_URL: expected an absolute http:\/\/ or https:\/\/ URL/],
+    ['a query', { PASSWORD_BREACH_API_URL: 'https://example.com/range?x=/' }, /PASSWORD_BREACH_API_URL: expected a URL without a query or fragment/],
+  ])('refuses %s', (_name, env, message) => {
+    expect(() => loadConfig(env)).toThrow(message);
+  });
+
+  it('reports both settings with the other problems at once', () => {
+    let error: unknown;
+    try {
+      loadConfig({ PASSWORD_BREACH_CHECK: 'yes', PASSWORD_BREACH_API_URL: 'not a url', PORT: 'eighty' });
+    } catch (err) {
+      error = err;
+    }
+    expect(error).toBeInstanceOf(ConfigError);
+    const problems = (error as ConfigError).problems;
+    expect(problems).toHaveLength(3);
+    expect(problems.join('\n')).toMatch(/PASSWORD_BREACH_CHECK[\s\S]*PASSWORD_BREACH_API_URL/);
+  });
+});

@@ -1,4 +1,5 @@
 import type { MatchExtended, ZxcvbnFactory, ZxcvbnResult } from '@zxcvbn-ts/core';
+import type { BreachedPasswordCheck } from './breached-passwords.js';
 
 /**
  * The service's name: a context-specific word that no password may contain (NIST SP 800-63B-4
@@ -81,7 +82,7 @@ export interface PasswordPolicyViolation {
    * made of patterns, the kind of pattern that covers most of it (`guessable` if zxcvbn reports
    * a kind this module does not know).
    */
-  readonly rule: 'username' | 'email' | 'service_name' | 'common' | PatternKind | 'guessable';
+  readonly rule: 'username' | 'email' | 'service_name' | 'common' | PatternKind | 'guessable' | 'breached';
   readonly reason: string;
 }
 
@@ -100,7 +101,17 @@ const REASONS = {
   email: 'password must not contain the part of the email address before the @.',
   service_name: 'password must not contain the name of the service.',
   common: 'password is too common: it is on lists of frequently used passwords.',
+  breached: 'password has appeared in a data breach; choose another one.',
 } as const;
+
+/** How a password is checked besides the local rules. */
+export interface PasswordCheckOptions {
+  /**
+   * The breached-password check (PASSWORD_BREACH_CHECK=hibp), asked only for a password every
+   * local rule accepts; undefined: none.
+   */
+  readonly breached?: BreachedPasswordCheck | undefined;
+}
 
 /** How each kind of pattern is named in the "too easy to guess" message. */
 const PATTERN_NAMES: Record<PatternKind, string> = {
@@ -274,22 +285,34 @@ function guessable(kinds: readonly (PatternKind | 'unknown')[]): PasswordPolicyV
  *    cover at least {@link PATTERN_SHARE} of the password (`correcthorse`, `poiuytre`,
  *    `aaaaaaaa`, `abcdefgh`, `19901231`, `dragon2024!`, `pass2024!`); the message names the
  *    kinds of pattern, the most covering first, and the rule is that kind.
+ * 4. with `options.breached` (PASSWORD_BREACH_CHECK=hibp), have appeared in a data breach:
+ *    asked only when rules 1 to 3 accept, so a common password is refused without a network
+ *    call; fails open (src/modules/users/breached-passwords.ts). Every place that sets a
+ *    password calls this function with the service's check.
  * Random passwords of 8 characters and more pass (`Qz7#mK2$`; 99.9 % of random printable
  * 8-character ones, docs/security.md §5), as do passphrases such as `correct horse battery staple`.
  *
  * Length (8 to 72 code points) is not checked here; `normalizePassword` does that first.
- * CPU only, on the calling thread: about 1 ms for a typical password, a median of 8 to 25 ms
- * for 72 random characters depending on the machine (up to ~90 ms on a busy one); rule 3 adds a
- * walk over zxcvbn's few matches and, under 10^8 guesses only, a check of each brute-force part
- * (at most 7 characters there). Asynchronous only because the first call loads zxcvbn and builds
- * its dictionaries (~100 ms, {@link passwordEstimator}).
+ * Rules 1 to 3 are CPU only, on the calling thread: about 1 ms for a typical password, a median
+ * of 8 to 25 ms for 72 random characters depending on the machine (up to ~90 ms on a busy one);
+ * rule 3 adds a walk over zxcvbn's few matches and, under 10^8 guesses only, a check of each
+ * brute-force part (at most 7 characters there). The first call loads zxcvbn and builds its
+ * dictionaries (~100 ms, {@link passwordEstimator}). Rule 4 adds one HTTP request of at most 2 s.
  *
  * @param password the password as it will be hashed (NFKC-normalised; normalised again here).
  * @param context the account's username and email (normalised) and the service name.
+ * @param options.breached the breached-password check, if the service has one configured.
  * @returns undefined when the password is acceptable, else the rule and a public reason that
  *   says which rule in plain words and never repeats the password.
  */
-export async function checkPassword(password: string, context: PasswordContext): Promise<PasswordPolicyViolation | undefined> {
+export async function checkPassword(password: string, context: PasswordContext, options: PasswordCheckOptions = {}): Promise<PasswordPolicyViolation | undefined> {
+  const local = await localViolation(password, context);
+  if (local !== undefined || options.breached === undefined) return local;
+  return (await options.breached(password)) ? { rule: 'breached', reason: REASONS.breached } : undefined;
+}
+
+/** Rules 1 to 3 of {@link checkPassword}: CPU only, no network. */
+async function localViolation(password: string, context: PasswordContext): Promise<PasswordPolicyViolation | undefined> {
   const folded = fold(password);
   const compacted = compact(folded);
   const words = contextWords(context);

@@ -8,6 +8,7 @@ import { queueSecurityNotice, type NoticeClient } from '../mail/notices.js';
 import { revokeAllSessions } from '../sessions/sessions.repo.js';
 import type { VerificationService } from '../verification/verification.service.js';
 import { normalizeEmail, normalizePhone, normalizeUsername } from './identifiers.js';
+import type { BreachedPasswordCheck } from './breached-passwords.js';
 import { checkPassword, SERVICE_NAME } from './password-policy.js';
 import type { RateLimitRules } from '../rate-limits/rate-limits.rules.js';
 import type { RateLimiter } from '../rate-limits/rate-limits.service.js';
@@ -32,6 +33,8 @@ export interface UsersDeps {
   readonly rules: Pick<RateLimitRules, 'changePasswordPerUser'>;
   /** Counts the sessions a password change revokes; defaults to a registry of its own. */
   readonly metrics?: AuthMetrics;
+  /** The breached-password check of new passwords (PASSWORD_BREACH_CHECK=hibp); undefined: none. */
+  readonly breachedPasswords?: BreachedPasswordCheck | undefined;
 }
 
 /** Sign-up and password change. */
@@ -75,6 +78,7 @@ export function noticeAddress(user: Pick<UserRow, 'email' | 'is_email_verified'>
 export function createUsersService(deps: UsersDeps): UsersService {
   const { db, clock, hasher, verification, onEmailQueued, limiter, rules } = deps;
   const metrics = deps.metrics ?? createAuthMetrics();
+  const policy = { breached: deps.breachedPasswords };
   return {
     async signUp(input) {
       const username = normalizeUsername(input.username);
@@ -90,7 +94,7 @@ export function createUsersService(deps: UsersDeps): UsersService {
       if (password === undefined) {
         throw new AppError('auth.sign_up.validation_failed', { message: 'password must be 8 to 72 characters after NFKC normalisation.' });
       }
-      const refused = await checkPassword(password, { username, email, serviceName: SERVICE_NAME });
+      const refused = await checkPassword(password, { username, email, serviceName: SERVICE_NAME }, policy);
       if (refused !== undefined) throw new AppError('auth.sign_up.validation_failed', { message: refused.reason });
       // A cheap pre-check spares an argon2id hash for a taken identifier; the unique indexes still decide races.
       const taken = await findTakenIdentifier(db, { username, email, phone });
@@ -117,7 +121,7 @@ export function createUsersService(deps: UsersDeps): UsersService {
       if (!verdict.allowed) {
         throw new AppError('auth.change_password.too_many_attempts', { headers: { 'retry-after': String(verdict.retryAfterSeconds) } });
       }
-      const refused = await checkPassword(newPassword, { username: user.username, email: user.email, serviceName: SERVICE_NAME });
+      const refused = await checkPassword(newPassword, { username: user.username, email: user.email, serviceName: SERVICE_NAME }, policy);
       if (refused !== undefined) throw new AppError('auth.change_password.validation_failed', { message: refused.reason });
       if (!(await hasher.verify(user.password_hash, input.currentPassword.normalize('NFKC')))) {
         throw new AppError('auth.invalid_current_password');
