@@ -14,6 +14,8 @@ import { registerMetrics } from './plugins/metrics.js';
 import { registerOpenApi } from './plugins/openapi.js';
 import { prettyDestination, registerRequestLog, requestLogServerOptions } from './plugins/request-log.js';
 import { createAuthMetrics, type AuthMetrics } from './metrics.js';
+import { accountsRoutes } from './modules/accounts/accounts.routes.js';
+import { createAccountsService } from './modules/accounts/accounts.service.js';
 import { keysRoutes } from './modules/keys/keys.routes.js';
 import { loadKeyStore, type KeyStore } from './modules/keys/keys.service.js';
 import { createLogTransport, createSmtpTransport, type MailTransport } from './modules/mail/mail.transport.js';
@@ -174,6 +176,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   });
   const breachedPasswords = config.passwordBreach.check === 'hibp' ? createBreachedPasswordCheck({ apiUrl: config.passwordBreach.apiUrl, log: app.log }) : undefined;
   const users = createUsersService({ db, clock, hasher, verification, onEmailQueued, limiter, rules, metrics, breachedPasswords });
+  const accounts = createAccountsService({ db, clock, hasher, limiter, rules, onEmailQueued, metrics });
   const sessions = createSessionsService({ db, clock, hasher, accessTokens, sessionTtlSeconds: config.sessionTtlSeconds, refreshReuseGraceSeconds: config.refreshReuseGraceSeconds, limiter, rules, log: app.log, metrics });
   const retention = createRetentionWorker({ db, clock, log: app.log, retention: config.retention, refreshReuseGraceSeconds: config.refreshReuseGraceSeconds });
   app.decorate('outbox', outbox);
@@ -197,6 +200,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   await app.register(
     async (api) => {
       await api.register(usersRoutes({ users, sessions, limiter, signUpPerIp: rules.signUpPerIp }));
+      await api.register(accountsRoutes({ accounts, sessions }));
       await api.register(sessionsRoutes({ sessions }));
       await api.register(verificationRoutes({ verification }));
       await api.register(keysRoutes({ keys }));

@@ -13,6 +13,7 @@ Commands:
   outbox list               show email outbox rows [--status pending|sent|dead|cancelled] [--limit N]
   outbox retry              put dead outbox rows back to pending <id> | --all-dead
   sessions revoke           revoke every active session of a user --user <id|username>
+  users delete              delete a user's account and everything it owns --user <id|username>
 
 Every command reads the service's configuration from the environment (README, "Configuration")
 and takes --help. Exit codes: 0 success, 1 failure, 2 bad usage.
@@ -61,6 +62,8 @@ async function cli(argv: readonly string[]): Promise<number | undefined> {
       return (await import('./modules/mail/outbox.cli.js')).runOutboxCommand(rest, io);
     case 'sessions':
       return (await import('./modules/sessions/sessions.cli.js')).runSessionsCommand(rest, io);
+    case 'users':
+      return (await import('./modules/accounts/accounts.cli.js')).runUsersCommand(rest, io);
     case 'help':
     case '--help':
     case '-h':

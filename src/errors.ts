@@ -12,6 +12,7 @@ export const ERROR_CATALOG = {
   'auth.verify_email.validation_failed': { status: 400, message: 'The verification request is invalid.' },
   'auth.resend_verification.validation_failed': { status: 400, message: 'The resend request is invalid.' },
   'auth.change_password.validation_failed': { status: 400, message: 'The change-password request is invalid.' },
+  'auth.delete_account.validation_failed': { status: 400, message: 'The delete-account request is invalid.' },
   'auth.missing_access_token': { status: 401, message: 'An access token is required: send Authorization: Bearer <token>.' },
   'auth.invalid_access_token': { status: 401, message: 'The access token is invalid, expired, or its session has ended.' },
   'auth.missing_refresh_token': { status: 401, message: 'The refresh_token cookie is missing.' },
@@ -37,6 +38,7 @@ export const ERROR_CATALOG = {
   'auth.resend_verification.too_many_attempts': { status: 429, message: 'A code was sent recently; try again later.' },
   'auth.sign_in.too_many_attempts': { status: 429, message: 'Too many failed sign-ins; try again later.' },
   'auth.change_password.too_many_attempts': { status: 429, message: 'Too many wrong current passwords; try again later.' },
+  'auth.delete_account.too_many_attempts': { status: 429, message: 'Too many wrong passwords; try again later.' },
   'auth.sign_up.too_many_attempts': { status: 429, message: 'Too many sign-ups from this network; try again later.' },
   // `auth.verify_email.too_many_attempts` is taken by the 410 of a dead code (docs/api.md#error-codes).
   'auth.verify_email.rate_limited': { status: 429, message: 'Too many failed verifications from this network; try again later.' },

@@ -12,6 +12,12 @@ export type SignInOutcome = 'success' | 'bad_credentials' | 'unverified' | 'lock
  */
 export type RefreshOutcome = 'rotated' | 'grace_replay' | 'reused' | 'invalid' | 'missing';
 
+/**
+ * Why accounts were deleted: by their owner (delete-account), by an operator (`latchkey users
+ * delete`), or by the retention worker (an email never verified in UNVERIFIED_ACCOUNT_TTL_SECONDS).
+ */
+export type AccountDeletionCause = 'owner' | 'operator' | 'unverified_expired';
+
 /** What became of a failed send: another try later, or the row is dead (docs/decisions.md#email-outbox). */
 export type EmailFailureOutcome = 'retry' | 'dead';
 
@@ -63,6 +69,8 @@ export interface AuthMetrics {
   refresh(outcome: RefreshOutcome): void;
   /** Counts sessions that a call revoked (`auth_sessions_revoked_total{cause}`); `count` 0 counts nothing. */
   sessionsRevoked(cause: Exclude<RevocationReason, 'revoked_by_admin'>, count?: number): void;
+  /** Counts deleted accounts (`auth_accounts_deleted_total{cause}`); `count` 0 counts nothing. */
+  accountsDeleted(cause: AccountDeletionCause, count?: number): void;
   /** Counts an email accepted by the SMTP server (`auth_emails_sent_total`). */
   emailSent(): void;
   /** Counts a failed send (`auth_emails_failed_total{outcome}`). */
@@ -118,6 +126,12 @@ export function createAuthMetrics(options: { readonly defaultMetrics?: boolean }
     labelNames: ['cause'] as const,
     registers,
   });
+  const accountsDeleted = new Counter({
+    name: `${PREFIX}accounts_deleted_total`,
+    help: 'Accounts deleted, by cause: owner (delete-account), operator (users delete), unverified_expired (retention).',
+    labelNames: ['cause'] as const,
+    registers,
+  });
   const emailsSent = new Counter({ name: `${PREFIX}emails_sent_total`, help: 'Emails accepted by the SMTP server (or the log transport).', registers });
   const emailsFailed = new Counter({
     name: `${PREFIX}emails_failed_total`,
@@ -130,6 +144,7 @@ export function createAuthMetrics(options: { readonly defaultMetrics?: boolean }
   for (const outcome of ['success', 'bad_credentials', 'unverified', 'locked'] satisfies SignInOutcome[]) signIns.inc({ outcome }, 0);
   for (const outcome of ['rotated', 'grace_replay', 'reused', 'invalid', 'missing'] satisfies RefreshOutcome[]) refreshes.inc({ outcome }, 0);
   for (const outcome of ['retry', 'dead'] satisfies EmailFailureOutcome[]) emailsFailed.inc({ outcome }, 0);
+  for (const cause of ['owner', 'operator', 'unverified_expired'] satisfies AccountDeletionCause[]) accountsDeleted.inc({ cause }, 0);
 
   return {
     registry,
@@ -137,6 +152,9 @@ export function createAuthMetrics(options: { readonly defaultMetrics?: boolean }
     refresh: (outcome) => refreshes.inc({ outcome }),
     sessionsRevoked: (cause, count = 1) => {
       if (count > 0) revoked.inc({ cause }, count);
+    },
+    accountsDeleted: (cause, count = 1) => {
+      if (count > 0) accountsDeleted.inc({ cause }, count);
     },
     emailSent: () => emailsSent.inc(),
     emailFailed: (outcome) => emailsFailed.inc({ outcome }),

@@ -31,7 +31,7 @@ export const TAGS = {
     description: 'Sign in with a verified account to get an access token and a refresh cookie; rotate the refresh token for a new access token; log out.',
   },
   sessions: { name: 'Sessions', description: 'Every sign-in is a session: list the caller\'s sessions, revoke one, or revoke them all.' },
-  account: { name: 'Account', description: 'The signed-in user: who it is, and a password change, which ends every session.' },
+  account: { name: 'Account', description: 'The signed-in user: who it is, a password change, which ends every session, and the deletion of the account.' },
   keys: { name: 'Keys', description: 'The public keys that verify access tokens (JWKS, RFC 7517), for the services that accept them.' },
   operations: { name: 'Operations', description: 'For operators: liveness and readiness probes, Prometheus metrics, and this document.' },
 } as const;

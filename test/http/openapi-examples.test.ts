@@ -220,6 +220,10 @@ const FIXTURES: Record<string, Fixture> = {
     const { session } = await signedIn(ctx, example, example.body!.current_password as string);
     return { headers: { authorization: `Bearer ${session.accessToken}` } };
   },
+  deleteAccount: async (ctx, example) => {
+    const { session } = await signedIn(ctx, example, example.body!.password as string);
+    return { headers: { authorization: `Bearer ${session.accessToken}` } };
+  },
   getJwks: nothing,
   getLiveness: nothing,
   getReadiness: nothing,

@@ -40,6 +40,7 @@ const EXPECTED: Record<string, { statuses: string[]; security?: 'bearerAuth' | '
   'post /auth/v0/refresh': { statuses: ['200', '401'], security: 'refreshCookie' },
   'post /auth/v0/logout': { statuses: ['204', '401'], security: 'bearerAuth' },
   'post /auth/v0/change-password': { statuses: ['204', '400', '401', '413', '429'], security: 'bearerAuth' },
+  'post /auth/v0/delete-account': { statuses: ['204', '400', '401', '413', '429'], security: 'bearerAuth' },
   'get /auth/v0/me': { statuses: ['200', '401'], security: 'bearerAuth' },
   'get /auth/v0/sessions': { statuses: ['200', '401'], security: 'bearerAuth' },
   'delete /auth/v0/sessions': { statuses: ['204', '401'], security: 'bearerAuth' },
@@ -56,7 +57,7 @@ const TAG_OPERATIONS: [string, string[]][] = [
   ['Sign-up and verification', ['signUp', 'verifyEmail', 'verifyEmailWithBody', 'resendVerification']],
   ['Sign-in and tokens', ['signIn', 'refresh', 'logout']],
   ['Sessions', ['listSessions', 'revokeAllSessions', 'revokeSession']],
-  ['Account', ['getMe', 'changePassword']],
+  ['Account', ['getMe', 'changePassword', 'deleteAccount']],
   ['Keys', ['getJwks']],
   ['Operations', ['getLiveness', 'getReadiness', 'getMetrics', 'getOpenApiDocument']],
 ];

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestContext, type TestContext } from '../helpers/context.js';
-import type { ReceivedMail } from '../helpers/smtp.js';
+import { mailsTo, mailText } from '../helpers/mail.js';
 import { createVerifiedUser, signIn, signUp, withBearer } from '../helpers/flows.js';
 
 /**
@@ -13,22 +13,6 @@ beforeAll(async () => {
   ctx = await createTestContext();
 });
 afterAll(async () => ctx.close());
-
-/** The body of a received message with quoted-printable soft breaks and escapes undone. */
-export function mailText(mail: ReceivedMail): string {
-  return mail.raw.replace(/=\r?\n/g, '').replace(/=([0-9A-F]{2})/g, (_m, h: string) => String.fromCharCode(parseInt(h, 16)));
-}
-
-/** Runs the outbox until `count` messages to `email` arrived; returns them. */
-export async function mailsTo(c: TestContext, email: string, count: number): Promise<ReceivedMail[]> {
-  for (let i = 0; i < 100; i++) {
-    await c.app.outbox.runOnce();
-    const mine = c.smtp.messages.filter((m) => m.to.includes(email));
-    if (mine.length >= count) return mine;
-    await new Promise((r) => setTimeout(r, 20));
-  }
-  throw new Error(`fewer than ${count} emails to ${email} arrived`);
-}
 
 describe('change-password sends a password_changed notice', () => {
   it('arrives at the old address with what, when (UTC), IP, user agent and advice, and no secret', async () => {

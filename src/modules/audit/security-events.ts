@@ -9,6 +9,7 @@ export type SecurityEventName =
   | 'verify_email.rate_limited'
   | 'refresh_token.reused'
   | 'password.changed'
+  | 'account.deleted'
   | 'session.revoked';
 
 /** What an event may carry: ids and the client IP, never a secret (no password, token or code). */

@@ -17,6 +17,8 @@ export interface RateLimitRules {
   readonly signInPerAccount: RateLimitRule;
   /** Unsuccessful change-password attempts, per user: a stolen access token must not give unlimited guesses. */
   readonly changePasswordPerUser: RateLimitRule;
+  /** Unsuccessful delete-account attempts, per user: the same guard as change-password. */
+  readonly deleteAccountPerUser: RateLimitRule;
   readonly signUpPerIp: RateLimitRule;
   /** Failed verifications per client network (the 5 tries of each code bound the guesses per address). */
   readonly verifyPerIp: RateLimitRule;
@@ -31,6 +33,7 @@ export function rateLimitRules(settings: RateLimitSettings): RateLimitRules {
     signInPerIp: { name: 'sign_in_ip', subject: 'client', limit: settings.signInPerIp, windowSeconds: FAILURE_WINDOW_SECONDS },
     signInPerAccount: { name: 'sign_in_account', subject: 'account', limit: settings.signInPerAccount, windowSeconds: HOUR_WINDOW_SECONDS },
     changePasswordPerUser: { name: 'change_password_user', subject: 'secret', limit: settings.signInPerIdentifier, windowSeconds: FAILURE_WINDOW_SECONDS },
+    deleteAccountPerUser: { name: 'delete_account_user', subject: 'secret', limit: settings.signInPerIdentifier, windowSeconds: FAILURE_WINDOW_SECONDS },
     signUpPerIp: { name: 'sign_up_ip', subject: 'client', limit: settings.signUpPerIp, windowSeconds: HOUR_WINDOW_SECONDS },
     verifyPerIp: { name: 'verify_ip', subject: 'client', limit: settings.verifyPerIp, windowSeconds: FAILURE_WINDOW_SECONDS },
     resendPerAddress: { name: 'resend', subject: 'secret', limit: 1, windowSeconds: RESEND_WINDOW_SECONDS },

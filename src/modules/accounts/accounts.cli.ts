@@ -1,0 +1,94 @@
+import { createLogger } from '../../app.js';
+import {
+  EXIT_ERROR,
+  EXIT_OK,
+  parseCommandArgs,
+  runWithUsage,
+  UsageError,
+  wantsHelp,
+  withCommandDatabase,
+  type DatabaseCommandIo,
+} from '../../cli-support.js';
+import { securityEvent } from '../audit/security-events.js';
+import { UUID_PATTERN } from '../tokens/access-token.service.js';
+import { normalizeUsername } from '../users/identifiers.js';
+import { findUserById, findUserByUsername, type UserRow } from '../users/users.repo.js';
+import { eraseAccount } from './accounts.service.js';
+
+/** `latchkey users --help`. */
+export const USERS_USAGE = `Usage: latchkey users delete --user <id|username>
+
+Commands:
+  delete --user <id|username>   delete one user's account and everything that belongs to it
+
+See "latchkey users delete --help".
+`;
+
+/** `latchkey users delete --help`. */
+export const USERS_DELETE_USAGE = `Usage: latchkey users delete --user <id|username>
+
+Deletes the user's account as POST /auth/v0/delete-account does, without its password: the
+user, its devices, sessions, refresh tokens and codes, in one transaction. Its refresh and
+access tokens stop working at this service at once (services that verify access tokens with
+the JWKS alone accept them until they expire, ACCESS_TOKEN_TTL_SECONDS). Its username, email
+and phone are free for a new sign-up. Emails queued to its address and not yet sent are
+cancelled, and an "account deleted" notice is queued to its verified address: a running service
+sends it (its outbox worker), otherwise the next one to start. There is no undo.
+
+Options:
+  --user U    the user's id (a UUID) or username
+  -h, --help  show this help
+
+The database is the service's (DATABASE_URL, or the embedded one in DATA_DIR: stop the service
+first, the embedded database admits one process at a time).
+`;
+
+/** `users delete`: see {@link USERS_DELETE_USAGE}. */
+async function deleteCommand(argv: readonly string[], io: DatabaseCommandIo): Promise<number> {
+  const { values } = parseCommandArgs(argv, { user: { type: 'string' } }, { allowPositionals: false });
+  const who = values.user?.trim();
+  if (who === undefined || who === '') throw new UsageError('--user: expected a user id or username');
+
+  return withCommandDatabase(io, async (db, { config, clock }) => {
+    // A username never looks like a UUID (usernames have no hyphens), so the two cannot be confused.
+    const byId = UUID_PATTERN.test(who);
+    const user: UserRow | undefined = byId ? await findUserById(db, who.toLowerCase()) : await findUserByUsername(db, normalizeUsername(who));
+    const erased = user === undefined ? undefined : await eraseAccount(db, { userId: user.id, now: clock.now(), client: { ip: null, userAgent: null } });
+    if (user === undefined || erased === undefined) {
+      io.stderr(`No user with ${byId ? 'id' : 'username'} "${who}".\n`);
+      return EXIT_ERROR;
+    }
+    // The audit trail of the service (docs/decisions.md, "Logging"), on stderr so stdout stays the answer.
+    const log = createLogger(config.logLevel, { write: (line: string) => io.stderr(line) });
+    securityEvent(log, 'account.deleted', { userId: user.id, reason: 'operator' });
+    io.stdout(`Deleted ${user.username} (${user.id})${erased.noticeQueued ? '; a notice is queued to its email address' : ''}.\n`);
+    return EXIT_OK;
+  }, { command: 'users delete' });
+}
+
+/**
+ * `latchkey users delete --user <id|username>`: deletes one account with
+ * {@link eraseAccount} (notice included) and logs an `account.deleted` security event to stderr.
+ *
+ * @param argv the arguments after `users`.
+ * @returns 0 on success or help; 1 when the configuration is bad, the schema is behind or the
+ *   user does not exist; 2 on a usage error.
+ * @throws the database's error when it cannot be reached.
+ */
+export async function runUsersCommand(argv: readonly string[], io: DatabaseCommandIo): Promise<number> {
+  const [subcommand, ...rest] = argv;
+  if (subcommand === 'delete') {
+    if (wantsHelp(rest)) {
+      io.stdout(USERS_DELETE_USAGE);
+      return EXIT_OK;
+    }
+    return runWithUsage(USERS_DELETE_USAGE, io, () => deleteCommand(rest, io));
+  }
+  if (subcommand !== undefined && wantsHelp([subcommand])) {
+    io.stdout(USERS_USAGE);
+    return EXIT_OK;
+  }
+  return runWithUsage(USERS_USAGE, io, async () => {
+    throw new UsageError(subcommand === undefined ? 'Missing subcommand.' : `Unknown subcommand "${subcommand}".`);
+  });
+}

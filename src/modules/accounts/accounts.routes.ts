@@ -1,0 +1,39 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import { Type } from '@sinclair/typebox';
+import { errorResponses } from '../../errors.js';
+import { bearerAuth, callerOf } from '../../plugins/authenticate.js';
+import { TAGS } from '../../plugins/openapi.js';
+import { securityEvent } from '../audit/security-events.js';
+import { clearRefreshCookie } from '../sessions/refresh-cookie.js';
+import type { SessionsService } from '../sessions/sessions.service.js';
+import { DeleteAccountRequestSchema } from './accounts.schemas.js';
+import type { AccountsService } from './accounts.service.js';
+
+/** POST /delete-account (docs/api.md#delete-account). */
+export function accountsRoutes(deps: { accounts: AccountsService; sessions: SessionsService }): FastifyPluginAsyncTypebox {
+  const { accounts, sessions } = deps;
+  return async (app) => {
+    app.post(
+      '/delete-account',
+      {
+        onRequest: bearerAuth(sessions),
+        config: { validationError: 'auth.delete_account.validation_failed' },
+        schema: {
+          summary: 'Delete the account and everything that belongs to it; clears the refresh cookie',
+          operationId: 'deleteAccount',
+          tags: [TAGS.account.name],
+          security: [{ bearerAuth: [] }],
+          body: DeleteAccountRequestSchema,
+          response: { 204: Type.Null(), ...errorResponses(400, 401, 413, 429) },
+        },
+      },
+      async (request, reply) => {
+        const caller = callerOf(request);
+        await accounts.deleteAccount(caller.user, { password: request.body.password }, { ip: request.ip, userAgent: request.headers['user-agent'] ?? null });
+        securityEvent(request.log, 'account.deleted', { userId: caller.user.id, sessionId: caller.session.id, ip: request.ip, reason: 'owner' });
+        clearRefreshCookie(reply);
+        return reply.code(204).send(null);
+      },
+    );
+  };
+}

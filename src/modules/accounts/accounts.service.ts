@@ -1,0 +1,92 @@
+import type { Clock } from '../../clock.js';
+import type { Db } from '../../db/db.js';
+import type { PasswordHasher } from '../../crypto/password.js';
+import { AppError } from '../../errors.js';
+import { createAuthMetrics, type AccountDeletionCause, type AuthMetrics } from '../../metrics.js';
+import { queueSecurityNotice, type NoticeClient } from '../mail/notices.js';
+import { cancelEmailsTo } from '../mail/outbox.repo.js';
+import type { RateLimitRules } from '../rate-limits/rate-limits.rules.js';
+import type { RateLimiter } from '../rate-limits/rate-limits.service.js';
+import type { UserRow } from '../users/users.repo.js';
+import { noticeAddress } from '../users/users.service.js';
+import { deleteUser, type DeletedUser } from './accounts.repo.js';
+
+/** The reason recorded on the outbox rows a deletion cancels. */
+export const DELETED_ACCOUNT_REASON = 'account deleted';
+
+/**
+ * Deletes the account `userId` in one transaction (docs/api.md#delete-account): the user and
+ * every row that belongs to it (codes, devices, sessions, refresh tokens), so its access tokens
+ * answer 401 at the next request and its identifiers are free; cancels the emails queued to its
+ * address and not yet sent ({@link cancelEmailsTo}); then queues the `account_deleted` notice to
+ * its verified address (docs/api.md#security-notices), which keeps the address and no reference
+ * to the user. Shared by delete-account and `latchkey users delete`.
+ * @param d.expectedHash delete only while the password hash is this one (delete-account checked it).
+ * @param d.client where the request came from; nulls for an operator's command.
+ * @returns the deleted user, or undefined when nothing was deleted (already gone, or the password changed).
+ */
+export async function eraseAccount(
+  db: Db,
+  d: { userId: string; expectedHash?: string | undefined; now: Date; client: NoticeClient },
+): Promise<{ user: DeletedUser; noticeQueued: boolean } | undefined> {
+  return db.transaction(async (tx) => {
+    const user = await deleteUser(tx, d.userId, { expectedHash: d.expectedHash });
+    if (user === undefined) return undefined;
+    if (user.email !== null) await cancelEmailsTo(tx, { recipient: user.email, reason: DELETED_ACCOUNT_REASON, now: d.now });
+    const address = noticeAddress(user);
+    if (address !== null) await queueSecurityNotice(tx, { kind: 'account_deleted', recipient: address, username: user.username, at: d.now, client: d.client });
+    return { user, noticeQueued: address !== null };
+  });
+}
+
+/** Dependencies of {@link createAccountsService}. */
+export interface AccountsDeps {
+  readonly db: Db;
+  readonly clock: Clock;
+  readonly hasher: PasswordHasher;
+  readonly limiter: RateLimiter;
+  readonly rules: Pick<RateLimitRules, 'deleteAccountPerUser'>;
+  readonly onEmailQueued: () => void;
+  /** Counts deleted accounts; defaults to a registry of its own. */
+  readonly metrics?: AccountsMetrics;
+}
+
+/** The part of {@link AuthMetrics} the accounts service counts. */
+export type AccountsMetrics = Pick<AuthMetrics, 'accountsDeleted'>;
+
+/** Account deletion by its owner. */
+export interface AccountsService {
+  /**
+   * Deletes the account of `user` once `password` is its password (docs/api.md#delete-account).
+   * Every attempt is first counted against the user (RATE_LIMIT_SIGN_IN_PER_IDENTIFIER per 15
+   * minutes, as change-password) before argon2id runs; only a success takes its count back.
+   * Then {@link eraseAccount}, guarded by the hash that was checked: if the password changed or
+   * the account was deleted meanwhile, nothing is deleted and the answer is 401.
+   * @throws AppError `auth.invalid_current_password` (401), `auth.delete_account.too_many_attempts` (429, Retry-After).
+   */
+  deleteAccount(user: UserRow, input: { password: string }, client: NoticeClient): Promise<void>;
+}
+
+/** Builds the {@link AccountsService}. */
+export function createAccountsService(deps: AccountsDeps): AccountsService {
+  const { db, clock, hasher, limiter, rules, onEmailQueued } = deps;
+  const metrics: AccountsMetrics = deps.metrics ?? createAuthMetrics();
+  return {
+    async deleteAccount(user, input, client) {
+      const verdict = await limiter.hit(rules.deleteAccountPerUser, user.id);
+      if (!verdict.allowed) {
+        throw new AppError('auth.delete_account.too_many_attempts', { headers: { 'retry-after': String(verdict.retryAfterSeconds) } });
+      }
+      if (!(await hasher.verify(user.password_hash, input.password.normalize('NFKC')))) {
+        throw new AppError('auth.invalid_current_password');
+      }
+      await limiter.forgive(rules.deleteAccountPerUser, user.id);
+      const erased = await eraseAccount(db, { userId: user.id, expectedHash: user.password_hash, now: clock.now(), client });
+      if (erased === undefined) throw new AppError('auth.invalid_current_password');
+      metrics.accountsDeleted('owner');
+      if (erased.noticeQueued) onEmailQueued();
+    },
+  };
+}
+
+export type { AccountDeletionCause };
