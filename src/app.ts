@@ -178,7 +178,15 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   const users = createUsersService({ db, clock, hasher, verification, onEmailQueued, limiter, rules, metrics, breachedPasswords });
   const accounts = createAccountsService({ db, clock, hasher, limiter, rules, onEmailQueued, metrics });
   const sessions = createSessionsService({ db, clock, hasher, accessTokens, sessionTtlSeconds: config.sessionTtlSeconds, refreshReuseGraceSeconds: config.refreshReuseGraceSeconds, limiter, rules, log: app.log, metrics });
-  const retention = createRetentionWorker({ db, clock, log: app.log, retention: config.retention, refreshReuseGraceSeconds: config.refreshReuseGraceSeconds });
+  const retention = createRetentionWorker({
+    db,
+    clock,
+    log: app.log,
+    retention: config.retention,
+    refreshReuseGraceSeconds: config.refreshReuseGraceSeconds,
+    unverifiedAccountTtlSeconds: config.unverifiedAccountTtlSeconds,
+    metrics,
+  });
   app.decorate('outbox', outbox);
   app.decorate('keys', keys);
   app.decorate('retention', retention);

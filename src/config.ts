@@ -53,6 +53,11 @@ export interface Config {
   };
   readonly sessionTtlSeconds: number;
   readonly verificationCodeTtlSeconds: number;
+  /**
+   * UNVERIFIED_ACCOUNT_TTL_SECONDS: a user whose email was never verified is deleted this long
+   * after sign-up by the retention worker (docs/api.md#unverified-accounts-expire).
+   */
+  readonly unverifiedAccountTtlSeconds: number;
   readonly refreshReuseGraceSeconds: number;
   /** undefined: emails are written to the log (development mode). */
   readonly smtp: SmtpConfig | undefined;
@@ -171,6 +176,16 @@ const DEFAULT_RETENTION_OUTBOX_DAYS = 7;
 const DEFAULT_RETENTION_OUTBOX_DEAD_DAYS = 30;
 /** Longest retention accepted: ten years, beyond any legal hold of this data. */
 const MAX_RETENTION_DAYS = 3650;
+/**
+ * Unverified accounts expire after a week by default (docs/api.md#unverified-accounts-expire): long
+ * enough to come back to a forgotten verification email, short enough that a squatted username
+ * or address is soon free again. At least a day, the longest code lifetime
+ * (VERIFICATION_CODE_TTL_SECONDS is at most 86400), so the first code always expires before
+ * its account; at most the longest retention.
+ */
+const DEFAULT_UNVERIFIED_ACCOUNT_TTL = 7 * 86_400;
+const MIN_UNVERIFIED_ACCOUNT_TTL = 86_400;
+const MAX_UNVERIFIED_ACCOUNT_TTL = MAX_RETENTION_DAYS * 86_400;
 /**
  * Shortest retention of dead emails: one day, the longest code lifetime
  * (VERIFICATION_CODE_TTL_SECONDS is at most 86400), so a dead row is kept while its code can
@@ -365,6 +380,7 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>>): C
     },
     sessionTtlSeconds: int('SESSION_TTL_SECONDS', DEFAULT_SESSION_TTL, MIN_SESSION_TTL, MAX_SESSION_TTL),
     verificationCodeTtlSeconds: int('VERIFICATION_CODE_TTL_SECONDS', DEFAULT_CODE_TTL, MIN_CODE_TTL, ONE_DAY),
+    unverifiedAccountTtlSeconds: int('UNVERIFIED_ACCOUNT_TTL_SECONDS', DEFAULT_UNVERIFIED_ACCOUNT_TTL, MIN_UNVERIFIED_ACCOUNT_TTL, MAX_UNVERIFIED_ACCOUNT_TTL),
     refreshReuseGraceSeconds,
     smtp,
     trustProxy: bool('TRUST_PROXY', false),

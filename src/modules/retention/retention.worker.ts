@@ -2,6 +2,8 @@ import type { FastifyBaseLogger } from 'fastify';
 import type { Clock } from '../../clock.js';
 import type { RetentionSettings } from '../../config.js';
 import type { Db } from '../../db/db.js';
+import type { AuthMetrics } from '../../metrics.js';
+import { deleteExpiredUnverifiedUsers } from '../accounts/accounts.repo.js';
 import { purgeInBatches, type BatchOptions } from './batches.js';
 import { eraseExpiredSuccessors, purgeDeadEmails, purgeEndedSessions, purgeEndedVerificationCodes, purgeFinishedEmails } from './retention.repo.js';
 
@@ -58,6 +60,8 @@ export interface RetentionReport {
   /** Sent and cancelled outbox rows deleted. */
   finishedEmails: number;
   deadEmails: number;
+  /** Users deleted because their email was never verified in UNVERIFIED_ACCOUNT_TTL_SECONDS (each with its codes). */
+  unverifiedUsers: number;
   /** False when a purge stopped at {@link MAX_BATCHES_PER_RUN}, at a stop, or failed: the rest goes in a later run. */
   complete: boolean;
 }
@@ -88,6 +92,14 @@ export interface RetentionWorkerDeps {
   readonly retention: RetentionSettings;
   /** `REFRESH_REUSE_GRACE_SECONDS`: seals older than this are erased (0: every seal). */
   readonly refreshReuseGraceSeconds: number;
+  /**
+   * `UNVERIFIED_ACCOUNT_TTL_SECONDS`: users whose email was never verified are deleted this long
+   * after sign-up (docs/api.md#unverified-accounts-expire); undefined leaves them (the contract
+   * tests of the other purges).
+   */
+  readonly unverifiedAccountTtlSeconds?: number | undefined;
+  /** Counts the accounts it deletes (`auth_accounts_deleted_total{cause="unverified_expired"}`). */
+  readonly metrics?: Pick<AuthMetrics, 'accountsDeleted'> | undefined;
   /** Batch sizes, cap and pause; the constants above by default (tests use small batches and no pause). */
   readonly batches?: Partial<{ batchSize: number; sessionBatchSize: number; maxBatches: number; pauseMs: number }>;
 }
@@ -123,7 +135,7 @@ export function createRetentionWorker(deps: RetentionWorkerDeps): RetentionWorke
   const purgeAll = async (): Promise<RetentionReport> => {
     const now = clock.now();
     const own = generation;
-    const report: RetentionReport = { sessions: 0, devices: 0, verificationCodes: 0, finishedEmails: 0, deadEmails: 0, complete: true };
+    const report: RetentionReport = { sessions: 0, devices: 0, verificationCodes: 0, finishedEmails: 0, deadEmails: 0, unverifiedUsers: 0, complete: true };
     const run = async (name: string, purge: (limit: number) => Promise<number>, size: number): Promise<number> => {
       try {
         // After a stop, the purges not yet begun are skipped too.
@@ -140,6 +152,22 @@ export function createRetentionWorker(deps: RetentionWorkerDeps): RetentionWorke
         return 0;
       }
     };
+    // First, so that the codes of the users it deletes go with them (ON DELETE CASCADE). Their
+    // queued verification emails need no cancelling: a code lives at most a day, an unverified
+    // account at least a day (config.ts), so those emails expired and the outbox cancelled them.
+    const unverifiedTtl = deps.unverifiedAccountTtlSeconds;
+    if (unverifiedTtl !== undefined) {
+      const signedUpBefore = new Date(now.getTime() - unverifiedTtl * MS_PER_SECOND);
+      report.unverifiedUsers = await run(
+        'unverified_users',
+        async (limit) => {
+          const n = (await deleteExpiredUnverifiedUsers(db, { createdBefore: signedUpBefore, limit })).length;
+          deps.metrics?.accountsDeleted('unverified_expired', n);
+          return n;
+        },
+        sessionBatchSize,
+      );
+    }
     const sessionsBefore = before(now, retention.sessionsDays);
     report.sessions = await run(
       'sessions',
@@ -156,7 +184,7 @@ export function createRetentionWorker(deps: RetentionWorkerDeps): RetentionWorke
     report.finishedEmails = await run('email_outbox', (limit) => purgeFinishedEmails(db, finishedBefore, limit), batchSize);
     const deadBefore = before(now, retention.outboxDeadDays);
     report.deadEmails = await run('email_outbox_dead', (limit) => purgeDeadEmails(db, deadBefore, limit), batchSize);
-    const deleted = report.sessions + report.devices + report.verificationCodes + report.finishedEmails + report.deadEmails;
+    const deleted = report.unverifiedUsers + report.sessions + report.devices + report.verificationCodes + report.finishedEmails + report.deadEmails;
     if (deleted > 0 || !report.complete) log.info({ retention: report }, 'retention purge');
     return report;
   };
