@@ -82,7 +82,7 @@ describe.skipIf(process.env.TEST_DB === 'postgres')('the built CLI (package.json
   it('--help lists every command and exits 0', async () => {
     const res = await cli(['--help']);
     expect(res).toMatchObject({ code: 0, stderr: '' });
-    for (const command of ['serve', 'migrate', 'keys generate', 'outbox list', 'outbox retry', 'sessions revoke']) {
+    for (const command of ['serve', 'migrate', 'keys generate', 'outbox list', 'outbox retry', 'sessions revoke', 'users delete']) {
       expect(res.stdout).toMatch(new RegExp(`^  ${command} `, 'm'));
     }
   });
@@ -94,6 +94,7 @@ describe.skipIf(process.env.TEST_DB === 'postgres')('the built CLI (package.json
     [['outbox', 'list', '--help'], 'Usage: latchkey outbox list'],
     [['outbox', 'retry', '--help'], 'Usage: latchkey outbox retry'],
     [['sessions', 'revoke', '--help'], 'Usage: latchkey sessions revoke'],
+    [['users', 'delete', '--help'], 'Usage: latchkey users delete'],
   ])('%j prints its usage and exits 0', async (args, usage) => {
     const res = await cli(args);
     expect(res).toMatchObject({ code: 0, stderr: '' });

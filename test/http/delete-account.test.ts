@@ -170,6 +170,18 @@ describe('delete-account refuses', () => {
     expect((await rowsOf(user.id)).users).toBe(1);
   });
 
+  it.each([
+    [{}, 'password is required'],
+    [{ password: 12345678 }, 'password must be a string'],
+    [{ password: PASSWORD, confirm: true }, 'unknown member "confirm"'],
+  ])('400 messages are plain words: %j -> %s', async (body, message) => {
+    const user = await createVerifiedUser(ctx);
+    const s = await signIn(ctx, { username: user.username, password: user.password });
+    const res = await deleteAccount(s.accessToken, body);
+    expect(res.statusCode).toBe(400);
+    expect((res.json() as { message: string }).message).toBe(message);
+  });
+
   it('413 request.body_too_large for a body over 16 KiB', async () => {
     const user = await createVerifiedUser(ctx);
     const s = await signIn(ctx, { username: user.username, password: user.password });
