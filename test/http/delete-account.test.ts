@@ -236,6 +236,27 @@ describe('deletion racing a refresh', () => {
   });
 });
 
+describe('deletion racing a sign-in', () => {
+  it('leaves no session: a sign-in that won the race has its session deleted with the account, one that lost answers 401', async () => {
+    for (let round = 0; round < 5; round++) {
+      const user = await createVerifiedUser(ctx, { username: uniqueName('race') });
+      const s = await signIn(ctx, { username: user.username, password: user.password });
+      const [del, sin] = await Promise.all([
+        deleteAccount(s.accessToken, { password: user.password }),
+        postJson(ctx, '/auth/v0/sign-in', { username: user.username, password: user.password }),
+      ]);
+      expect(del.statusCode, del.body).toBe(204);
+      expect([200, 401]).toContain(sin.statusCode);
+      expect(await rowsOf(user.id)).toEqual({ users: 0, devices: 0, sessions: 0, codes: 0 });
+      if (sin.statusCode === 200) {
+        const access = (sin.json() as { tokens: { access_token: string } }).tokens.access_token;
+        expect((await withBearer(ctx, 'GET', '/auth/v0/me', access)).statusCode).toBe(401);
+        expect((await refresh(ctx, setCookies(sin).find((c) => c.name === 'refresh_token')!.value)).statusCode).toBe(401);
+      }
+    }
+  });
+});
+
 describe('logs', () => {
   it('no password, access token or refresh token appears in any log line; the deletion is a security event', async () => {
     const user = await createVerifiedUser(ctx);
