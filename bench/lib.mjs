@@ -42,6 +42,8 @@ const PREPARE_CONCURRENCY = 4;
 export const BENCH_RATE_LIMITS = {
   RATE_LIMIT_SIGN_IN_PER_IP: '1000000',
   RATE_LIMIT_SIGN_UP_PER_IP: '1000000',
+  // One IP sends every password-reset request of the `reset` scenario.
+  RATE_LIMIT_PASSWORD_RESET_PER_IP: '1000000',
 };
 
 export const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -502,6 +504,7 @@ export async function prepareUsers(api) {
     refreshUsers: refresh.map((u) => u.username),
     refreshPool: [],
     signUpSeq: 0,
+    resetSeq: 0,
   };
 }
 
@@ -609,6 +612,24 @@ export const SCENARIOS = [
             const n = ++data.signUpSeq;
             return { ...req, body: JSON.stringify({ username: `su_${n}`, phone: phoneOf(7, n), password: PASSWORD }) };
           },
+        },
+      ];
+    },
+  },
+  {
+    // A password-reset request for an address nobody has (each request a new one, so the one per
+    // address per 60 s never refuses): the answer is the rate limits only; the lookup runs after it.
+    name: 'reset',
+    label: 'POST /auth/v0/password-reset',
+    reference: 'pk',
+    target: {},
+    requests(data) {
+      return [
+        {
+          method: 'POST',
+          path: '/auth/v0/password-reset',
+          headers: JSON_HEADERS,
+          setupRequest: (req) => ({ ...req, body: JSON.stringify({ email: `reset_${++data.resetSeq}_${process.pid}@bench.example` }) }),
         },
       ];
     },

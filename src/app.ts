@@ -32,6 +32,9 @@ import { createRetentionWorker, type RetentionWorker } from './modules/retention
 import { createUsersService } from './modules/users/users.service.js';
 import { verificationRoutes } from './modules/verification/verification.routes.js';
 import { createVerificationService } from './modules/verification/verification.service.js';
+import { createOneTimeCodes } from './modules/codes/one-time-codes.service.js';
+import { passwordResetRoutes } from './modules/password-reset/password-reset.routes.js';
+import { createPasswordResetService, type PasswordResetService } from './modules/password-reset/password-reset.service.js';
 import './plugins/authenticate.js';
 
 /** Every route of the interface lives under this prefix (docs/api.md#base-path-and-version). */
@@ -79,6 +82,8 @@ declare module 'fastify' {
     keys: KeyStore;
     /** The retention worker (tests call `runOnce()` and `eraseSealedSuccessors()` to purge deterministically). */
     retention: RetentionWorker;
+    /** Password reset (tests call `idle()` to wait for the work a request leaves for after its answer). */
+    passwordReset: PasswordResetService;
   }
 }
 
@@ -149,11 +154,16 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   // Services.
   const keys =
     deps.keys ??
-    (await loadKeyStore({ privateKeyFile: config.jwt.privateKeyFile, publicKeyFiles: config.jwt.publicKeyFiles, dataDir: config.dataDir }));
+    (await loadKeyStore({
+      privateKeyFile: config.jwt.privateKeyFile,
+      publicKeyFiles: config.jwt.publicKeyFiles,
+      dataDir: config.dataDir,
+      codeHmacKeyFile: config.codeHmacKeyFile,
+    }));
   const hasher = deps.passwordHasher ?? (await createPasswordHasher(config.argon2));
   const transport = deps.mailTransport ?? (config.smtp !== undefined ? createSmtpTransport(config.smtp, { ca: config.smtp.ca }) : createLogTransport(app.log));
   const metrics = deps.metrics ?? createAuthMetrics({ defaultMetrics: true });
-  const outbox = createOutboxWorker({ db, transport, clock, log: app.log, metrics });
+  const outbox = createOutboxWorker({ db, transport, clock, log: app.log, metrics, passwordResetUrl: config.passwordResetUrl });
   const onEmailQueued = (): void => outbox.nudge();
   const limiter = createRateLimiter({ db, clock, hmacKey: keys.rateLimitHmacKey, log: app.log });
   const rules = rateLimitRules(config.rateLimits);
@@ -164,10 +174,11 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     ttlSeconds: config.jwt.accessTokenTtlSeconds,
     clock,
   });
+  const codes = createOneTimeCodes({ clock, codeHmacKey: keys.codeHmacKey });
   const verification = createVerificationService({
     db,
     clock,
-    codeHmacKey: keys.codeHmacKey,
+    codes,
     limiter,
     rules,
     log: app.log,
@@ -190,11 +201,25 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   app.decorate('outbox', outbox);
   app.decorate('keys', keys);
   app.decorate('retention', retention);
+  const passwordReset = createPasswordResetService({
+    db,
+    clock,
+    hasher,
+    codes,
+    limiter,
+    rules,
+    log: app.log,
+    metrics,
+    codeTtlSeconds: config.oneTimeCodeTtlSeconds,
+    onEmailQueued,
+  });
+  app.decorate('passwordReset', passwordReset);
 
   if (deps.startOutboxWorker ?? true) app.addHook('onReady', async () => outbox.start());
   app.addHook('onReady', async () => limiter.start());
   if (deps.startRetentionWorker ?? true) app.addHook('onReady', async () => retention.start());
   app.addHook('onClose', async () => {
+    await passwordReset.idle();
     limiter.stop();
     await retention.stop();
     await outbox.stop();
@@ -211,6 +236,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
       await api.register(accountsRoutes({ accounts, sessions }));
       await api.register(sessionsRoutes({ sessions }));
       await api.register(verificationRoutes({ verification }));
+      await api.register(passwordResetRoutes({ passwordReset }));
       await api.register(keysRoutes({ keys }));
       if (config.demoPage) await api.register(demoRoutes({ apiPrefix: API_PREFIX }));
     },

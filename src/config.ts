@@ -1,7 +1,7 @@
 import { X509Certificate } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import { rsaKeyFileProblem } from './modules/keys/keys.service.js';
+import { codeHmacKeyFileProblem, rsaKeyFileProblem } from './modules/keys/keys.service.js';
 
 /** SMTP transport security: none, required STARTTLS upgrade, or implicit TLS (README "Configuration"). */
 export type SmtpTlsMode = 'none' | 'starttls' | 'tls';
@@ -51,6 +51,12 @@ export interface Config {
     readonly audience: string;
     readonly accessTokenTtlSeconds: number;
   };
+  /**
+   * CODE_HMAC_KEY_FILE: a file of at least 32 random bytes, the HKDF source of the key under which
+   * one-time codes are stored (docs/decisions.md, "One-time codes"); undefined: derived from the
+   * signing key, so switching the signing key invalidates outstanding codes.
+   */
+  readonly codeHmacKeyFile: string | undefined;
   readonly sessionTtlSeconds: number;
   readonly verificationCodeTtlSeconds: number;
   /**
@@ -58,6 +64,10 @@ export interface Config {
    * after sign-up by the retention worker (docs/api.md#unverified-accounts-expire).
    */
   readonly unverifiedAccountTtlSeconds: number;
+  /** ONE_TIME_CODE_TTL_SECONDS: lifetime of password-reset codes (docs/api.md#one-time-codes). */
+  readonly oneTimeCodeTtlSeconds: number;
+  /** PASSWORD_RESET_URL: the app page that completes a reset; reset emails link to it. Undefined: the code only. */
+  readonly passwordResetUrl: string | undefined;
   readonly refreshReuseGraceSeconds: number;
   /** undefined: emails are written to the log (development mode). */
   readonly smtp: SmtpConfig | undefined;
@@ -119,6 +129,10 @@ export interface RateLimitSettings {
   readonly verifyPerIp: number;
   /** Verification-code resends per client per hour (on top of one per address per 60 s). */
   readonly resendPerIp: number;
+  /** Password-reset requests per client per hour (on top of one per address per 60 s). */
+  readonly passwordResetPerIp: number;
+  /** Failed password-reset confirmations per client per 15 minutes (on top of 5 tries per code). */
+  readonly passwordResetConfirmPerIp: number;
 }
 
 /** OWASP Password Storage Cheat Sheet, argon2id first configuration; also the lowest accepted values. */
@@ -162,6 +176,9 @@ const DEFAULT_SIGN_IN_PER_ACCOUNT = NIST_MAX_FAILED_ATTEMPTS;
 const DEFAULT_SIGN_UP_PER_IP = 20;
 const DEFAULT_VERIFY_PER_IP = 20;
 const DEFAULT_RESEND_PER_IP = 20;
+/** Password-reset requests and failed reset confirmations per client: as resends and failed verifications. */
+const DEFAULT_PASSWORD_RESET_PER_IP = 20;
+const DEFAULT_PASSWORD_RESET_CONFIRM_PER_IP = 20;
 const MAX_RATE_LIMIT = 1_000_000;
 /**
  * Retention defaults in days (docs/operations.md, "Retention"). Sessions: a month of history
@@ -363,6 +380,18 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>>): C
   const breachApiUrlProblem = rangeUrlProblem(breachApiUrl);
   if (breachApiUrlProblem !== undefined) problems.push(`PASSWORD_BREACH_API_URL: ${breachApiUrlProblem}, got "${breachApiUrl}"`);
 
+  const codeHmacKeyFile = str('CODE_HMAC_KEY_FILE');
+  if (codeHmacKeyFile !== undefined) {
+    const problem = codeHmacKeyFileProblem(codeHmacKeyFile);
+    if (problem !== undefined) problems.push(`CODE_HMAC_KEY_FILE: ${problem}`);
+  }
+
+  // The reset link is built from this setting only, never from request headers (docs/api.md#request-a-password-reset).
+  const passwordResetUrl = str('PASSWORD_RESET_URL');
+  if (passwordResetUrl !== undefined && !isAbsoluteHttpUrl(passwordResetUrl)) {
+    problems.push(`PASSWORD_RESET_URL: expected an absolute http:// or https:// URL without a fragment, got "${passwordResetUrl}"`);
+  }
+
   const config: Config = {
     host: str('HOST') ?? '127.0.0.1',
     port: int('PORT', DEFAULT_PORT, 0, MAX_PORT),
@@ -378,9 +407,12 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>>): C
       audience: str('JWT_AUDIENCE') ?? DEFAULT_JWT_AUDIENCE,
       accessTokenTtlSeconds: int('ACCESS_TOKEN_TTL_SECONDS', DEFAULT_ACCESS_TOKEN_TTL, MIN_ACCESS_TOKEN_TTL, ONE_DAY),
     },
+    codeHmacKeyFile,
     sessionTtlSeconds: int('SESSION_TTL_SECONDS', DEFAULT_SESSION_TTL, MIN_SESSION_TTL, MAX_SESSION_TTL),
     verificationCodeTtlSeconds: int('VERIFICATION_CODE_TTL_SECONDS', DEFAULT_CODE_TTL, MIN_CODE_TTL, ONE_DAY),
     unverifiedAccountTtlSeconds: int('UNVERIFIED_ACCOUNT_TTL_SECONDS', DEFAULT_UNVERIFIED_ACCOUNT_TTL, MIN_UNVERIFIED_ACCOUNT_TTL, MAX_UNVERIFIED_ACCOUNT_TTL),
+    oneTimeCodeTtlSeconds: int('ONE_TIME_CODE_TTL_SECONDS', DEFAULT_CODE_TTL, MIN_CODE_TTL, ONE_DAY),
+    passwordResetUrl,
     refreshReuseGraceSeconds,
     smtp,
     trustProxy: bool('TRUST_PROXY', false),
@@ -399,6 +431,8 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>>): C
       signInPerAccount: int('RATE_LIMIT_SIGN_IN_PER_ACCOUNT', DEFAULT_SIGN_IN_PER_ACCOUNT, 0, NIST_MAX_FAILED_ATTEMPTS),
       verifyPerIp: int('RATE_LIMIT_VERIFY_PER_IP', DEFAULT_VERIFY_PER_IP, 0, MAX_RATE_LIMIT),
       resendPerIp: int('RATE_LIMIT_RESEND_PER_IP', DEFAULT_RESEND_PER_IP, 0, MAX_RATE_LIMIT),
+      passwordResetPerIp: int('RATE_LIMIT_PASSWORD_RESET_PER_IP', DEFAULT_PASSWORD_RESET_PER_IP, 0, MAX_RATE_LIMIT),
+      passwordResetConfirmPerIp: int('RATE_LIMIT_PASSWORD_RESET_CONFIRM_PER_IP', DEFAULT_PASSWORD_RESET_CONFIRM_PER_IP, 0, MAX_RATE_LIMIT),
     },
     retention: {
       sessionsDays: int('RETENTION_SESSIONS_DAYS', DEFAULT_RETENTION_SESSIONS_DAYS, 0, MAX_RETENTION_DAYS),
@@ -428,6 +462,17 @@ function rangeUrlProblem(raw: string): string | undefined {
   if (url.search !== '' || url.hash !== '' || raw.includes('?') || raw.includes('#')) return 'expected a URL without a query or fragment';
   if (!raw.endsWith('/')) return 'expected a URL ending in / (the hash prefix is appended to it)';
   return undefined;
+}
+
+/** Whether `raw` is an absolute http or https URL (RFC 3986 §4.3) with a host and no fragment (the reset link appends its own). */
+function isAbsoluteHttpUrl(raw: string): boolean {
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    return false;
+  }
+  return (url.protocol === 'http:' || url.protocol === 'https:') && /^https?:\/\/[^/\s]/i.test(raw) && !raw.includes('#');
 }
 
 /** One PEM certificate block (RFC 7468 §5). */

@@ -13,6 +13,7 @@ export const ERROR_CATALOG = {
   'auth.resend_verification.validation_failed': { status: 400, message: 'The resend request is invalid.' },
   'auth.change_password.validation_failed': { status: 400, message: 'The change-password request is invalid.' },
   'auth.delete_account.validation_failed': { status: 400, message: 'The delete-account request is invalid.' },
+  'auth.password_reset.validation_failed': { status: 400, message: 'The password-reset request is invalid.' },
   'auth.missing_access_token': { status: 401, message: 'An access token is required: send Authorization: Bearer <token>.' },
   'auth.invalid_access_token': { status: 401, message: 'The access token is invalid, expired, or its session has ended.' },
   'auth.missing_refresh_token': { status: 401, message: 'The refresh_token cookie is missing.' },
@@ -34,6 +35,9 @@ export const ERROR_CATALOG = {
   'auth.verify_email.code_expired': { status: 410, message: 'There is no active verification code; request a new one.' },
   'auth.verify_email.code_mismatch': { status: 410, message: 'The verification code is wrong.' },
   'auth.verify_email.too_many_attempts': { status: 410, message: 'Too many wrong codes; request a new one.' },
+  'auth.password_reset.code_expired': { status: 410, message: 'There is no active password-reset code; request a new one.' },
+  'auth.password_reset.code_mismatch': { status: 410, message: 'The password-reset code is wrong.' },
+  'auth.password_reset.too_many_attempts': { status: 410, message: 'Too many wrong codes; request a new one.' },
   'request.body_too_large': { status: 413, message: 'The request body is too large.' },
   'auth.resend_verification.too_many_attempts': { status: 429, message: 'A code was sent recently; try again later.' },
   'auth.sign_in.too_many_attempts': { status: 429, message: 'Too many failed sign-ins; try again later.' },
@@ -42,9 +46,26 @@ export const ERROR_CATALOG = {
   'auth.sign_up.too_many_attempts': { status: 429, message: 'Too many sign-ups from this network; try again later.' },
   // `auth.verify_email.too_many_attempts` is taken by the 410 of a dead code (docs/api.md#error-codes).
   'auth.verify_email.rate_limited': { status: 429, message: 'Too many failed verifications from this network; try again later.' },
+  // docs/api.md#password-reset answers a rate limit with the same code as a dead code, told apart by
+  // the status (429 here, 410 above): `wire` is the code the body carries.
+  'auth.password_reset.rate_limited': { status: 429, wire: 'auth.password_reset.too_many_attempts', message: 'Too many password-reset attempts; try again later.' },
   internal_error: { status: 500, message: 'Internal error.' },
   service_unavailable: { status: 503, message: 'The service is temporarily unavailable; try again shortly.' },
-} as const satisfies Record<string, { status: number; message: string }>;
+} as const satisfies Record<string, CatalogEntry>;
+
+/** One catalog entry: the status, the default message, and the code the body carries when it is not the key. */
+export interface CatalogEntry {
+  readonly status: number;
+  readonly message: string;
+  /** The body's `code` when two entries share one (told apart by their status); the key otherwise. */
+  readonly wire?: string;
+}
+
+/** The `code` a response body carries for a catalog entry. */
+export function wireCode(code: ErrorCode): string {
+  const entry: CatalogEntry = ERROR_CATALOG[code];
+  return entry.wire ?? code;
+}
 
 export type ErrorCode = keyof typeof ERROR_CATALOG;
 

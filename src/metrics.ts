@@ -12,6 +12,8 @@ export type SignInOutcome = 'success' | 'bad_credentials' | 'unverified' | 'lock
  */
 export type RefreshOutcome = 'rotated' | 'grace_replay' | 'reused' | 'invalid' | 'missing';
 
+/** A password-reset request accepted (known address or not: the count reveals no account), or a reset completed. */
+export type PasswordResetOutcome = 'requested' | 'completed';
 /**
  * Why accounts were deleted: by their owner (delete-account), by an operator (`latchkey users
  * delete`), or by the retention worker (an email never verified in UNVERIFIED_ACCOUNT_TTL_SECONDS).
@@ -69,6 +71,8 @@ export interface AuthMetrics {
   refresh(outcome: RefreshOutcome): void;
   /** Counts sessions that a call revoked (`auth_sessions_revoked_total{cause}`); `count` 0 counts nothing. */
   sessionsRevoked(cause: Exclude<RevocationReason, 'revoked_by_admin'>, count?: number): void;
+  /** Counts a password-reset outcome (`auth_password_resets_total{outcome}`). */
+  passwordReset(outcome: PasswordResetOutcome): void;
   /** Counts deleted accounts (`auth_accounts_deleted_total{cause}`); `count` 0 counts nothing. */
   accountsDeleted(cause: AccountDeletionCause, count?: number): void;
   /** Counts an email accepted by the SMTP server (`auth_emails_sent_total`). */
@@ -122,8 +126,14 @@ export function createAuthMetrics(options: { readonly defaultMetrics?: boolean }
   });
   const revoked = new Counter({
     name: `${PREFIX}sessions_revoked_total`,
-    help: 'Sessions revoked, by cause: logout, revoked_by_user, revoke_all, password_changed, refresh_token_reuse.',
+    help: 'Sessions revoked, by cause: logout, revoked_by_user, revoke_all, password_changed, password_reset, refresh_token_reuse.',
     labelNames: ['cause'] as const,
+    registers,
+  });
+  const passwordResets = new Counter({
+    name: `${PREFIX}password_resets_total`,
+    help: 'Password resets by outcome: requested (accepted requests, known address or not), completed (password replaced).',
+    labelNames: ['outcome'] as const,
     registers,
   });
   const accountsDeleted = new Counter({
@@ -145,6 +155,7 @@ export function createAuthMetrics(options: { readonly defaultMetrics?: boolean }
   for (const outcome of ['rotated', 'grace_replay', 'reused', 'invalid', 'missing'] satisfies RefreshOutcome[]) refreshes.inc({ outcome }, 0);
   for (const outcome of ['retry', 'dead'] satisfies EmailFailureOutcome[]) emailsFailed.inc({ outcome }, 0);
   for (const cause of ['owner', 'operator', 'unverified_expired'] satisfies AccountDeletionCause[]) accountsDeleted.inc({ cause }, 0);
+  for (const outcome of ['requested', 'completed'] satisfies PasswordResetOutcome[]) passwordResets.inc({ outcome }, 0);
 
   return {
     registry,
@@ -153,6 +164,7 @@ export function createAuthMetrics(options: { readonly defaultMetrics?: boolean }
     sessionsRevoked: (cause, count = 1) => {
       if (count > 0) revoked.inc({ cause }, count);
     },
+    passwordReset: (outcome) => passwordResets.inc({ outcome }),
     accountsDeleted: (cause, count = 1) => {
       if (count > 0) accountsDeleted.inc({ cause }, count);
     },

@@ -1,5 +1,5 @@
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest, FastifySchema, FastifySchemaValidationError } from 'fastify';
-import { AppError, ERROR_CATALOG, ruleOf, type ErrorCode } from '../errors.js';
+import { AppError, ERROR_CATALOG, ruleOf, wireCode, type ErrorCode } from '../errors.js';
 import './route-config.js';
 
 /**
@@ -156,7 +156,7 @@ function isDatabaseUnavailable(err: unknown): boolean {
 /** Answers `{code, message}` with the catalog status of `code`; `message` defaults to the catalog's. */
 export function sendError(reply: FastifyReply, code: ErrorCode, message?: string): FastifyReply {
   const entry = ERROR_CATALOG[code];
-  return reply.code(entry.status).type('application/json; charset=utf-8').send({ code, message: message ?? entry.message });
+  return reply.code(entry.status).type('application/json; charset=utf-8').send({ code: wireCode(code), message: message ?? entry.message });
 }
 
 /**

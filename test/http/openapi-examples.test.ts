@@ -190,6 +190,21 @@ const liveCode: Fixture = async (ctx, example) => {
   return {};
 };
 
+/** A verified user with the example's email whose live password-reset code is the example's (its HMAC replaces the emailed code's). */
+const liveResetCode: Fixture = async (ctx, example) => {
+  const { email, code } = example.body as { email: string; code: string };
+  await createVerifiedUser(ctx, { email });
+  expect((await postJson(ctx, '/auth/v0/password-reset', { email })).statusCode).toBe(204);
+  await ctx.app.passwordReset.idle();
+  const { rows } = await ctx.db.query<{ id: string }>(
+    "SELECT id FROM verification_codes WHERE purpose = 'password_reset' AND email = $1 AND consumed_at IS NULL AND superseded_at IS NULL",
+    [normalizeEmail(email)],
+  );
+  expect(rows).toHaveLength(1);
+  await ctx.db.query('UPDATE verification_codes SET code_hash = $2 WHERE id = $1', [rows[0]!.id, hmacSha256(ctx.app.keys.codeHmacKey, `${rows[0]!.id}:${code}`)]);
+  return {};
+};
+
 /** Per operationId: the state its example needs. */
 const FIXTURES: Record<string, Fixture> = {
   signUp: nothing,
@@ -199,6 +214,8 @@ const FIXTURES: Record<string, Fixture> = {
     await unverified(ctx, example.body!.email as string);
     return {};
   },
+  requestPasswordReset: nothing,
+  confirmPasswordReset: liveResetCode,
   signIn: async (ctx, example) => {
     await signedIn(ctx, example, example.body!.password as string);
     return {};

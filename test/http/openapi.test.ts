@@ -37,6 +37,8 @@ const EXPECTED: Record<string, { statuses: string[]; security?: 'bearerAuth' | '
   'post /auth/v0/verify-email': { statuses: ['204', '400', '404', '410', '413', '429'] },
   'post /auth/v0/verify-email/resend': { statuses: ['204', '400', '413', '429'] },
   'post /auth/v0/sign-in': { statuses: ['200', '400', '401', '403', '413', '429'] },
+  'post /auth/v0/password-reset': { statuses: ['204', '400', '413', '429'] },
+  'post /auth/v0/password-reset/confirm': { statuses: ['204', '400', '410', '413', '429'] },
   'post /auth/v0/refresh': { statuses: ['200', '401'], security: 'refreshCookie' },
   'post /auth/v0/logout': { statuses: ['204', '401'], security: 'bearerAuth' },
   'post /auth/v0/change-password': { statuses: ['204', '400', '401', '413', '429'], security: 'bearerAuth' },
@@ -56,6 +58,7 @@ const EXPECTED: Record<string, { statuses: string[]; security?: 'bearerAuth' | '
 const TAG_OPERATIONS: [string, string[]][] = [
   ['Sign-up and verification', ['signUp', 'verifyEmail', 'verifyEmailWithBody', 'resendVerification']],
   ['Sign-in and tokens', ['signIn', 'refresh', 'logout']],
+  ['Account recovery', ['requestPasswordReset', 'confirmPasswordReset']],
   ['Sessions', ['listSessions', 'revokeAllSessions', 'revokeSession']],
   ['Account', ['getMe', 'changePassword', 'deleteAccount']],
   ['Keys', ['getJwks']],

@@ -1,12 +1,12 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { ERROR_CATALOG } from '../../src/errors.js';
+import { ERROR_CATALOG, wireCode, type ErrorCode } from '../../src/errors.js';
 
 describe('error catalog (docs/api.md#error-codes)', () => {
   it('every code is documented in docs/errors.md with its status', () => {
     const doc = readFileSync(new URL('../../docs/errors.md', import.meta.url), 'utf8');
     for (const [code, { status }] of Object.entries(ERROR_CATALOG)) {
-      expect(doc).toContain(`| ${status} | \`${code}\` |`);
+      expect(doc).toContain(`| ${status} | \`${wireCode(code as ErrorCode)}\` |`);
     }
   });
 
@@ -16,7 +16,16 @@ describe('error catalog (docs/api.md#error-codes)', () => {
       'auth.invalid_access_token', 'auth.invalid_credentials', 'auth.invalid_current_password',
       'auth.missing_access_token', 'auth.missing_refresh_token', 'auth.invalid_refresh_token', 'auth.refresh_token_reused',
     ].sort());
-    expect(byStatus(410)).toEqual(['auth.verify_email.code_expired', 'auth.verify_email.code_mismatch', 'auth.verify_email.too_many_attempts']);
+    expect(byStatus(410)).toEqual([
+      'auth.password_reset.code_expired', 'auth.password_reset.code_mismatch', 'auth.password_reset.too_many_attempts',
+      'auth.verify_email.code_expired', 'auth.verify_email.code_mismatch', 'auth.verify_email.too_many_attempts',
+    ]);
     expect(byStatus(409)).toEqual(['auth.sign_up.email_taken', 'auth.sign_up.phone_taken', 'auth.sign_up.username_taken']);
+  });
+
+  it('a code two entries share is told apart by its status (password reset: 429 rate limit, 410 dead code)', () => {
+    expect(wireCode('auth.password_reset.rate_limited')).toBe('auth.password_reset.too_many_attempts');
+    expect(ERROR_CATALOG['auth.password_reset.rate_limited'].status).toBe(429);
+    expect(ERROR_CATALOG['auth.password_reset.too_many_attempts'].status).toBe(410);
   });
 });

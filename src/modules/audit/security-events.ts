@@ -10,6 +10,8 @@ export type SecurityEventName =
   | 'refresh_token.reused'
   | 'password.changed'
   | 'account.deleted'
+  | 'password.reset'
+  | 'password_reset.rate_limited'
   | 'session.revoked';
 
 /** What an event may carry: ids and the client IP, never a secret (no password, token or code). */

@@ -14,6 +14,26 @@ const CODE_HMAC_INFO = 'auth-service/verification-code-hmac/v1';
 const RATE_LIMIT_HMAC_INFO = 'auth-service/rate-limit-subject-hmac/v1';
 /** Length of each derived HMAC key in bytes: the SHA-256 block of output, 256 bits. */
 const DERIVED_KEY_BYTES = 32;
+/** Fewest bytes accepted in CODE_HMAC_KEY_FILE: 256 bits, the strength of the derived key (NIST SP 800-107 §5.3.4). */
+export const MIN_CODE_HMAC_KEY_BYTES = 32;
+
+/** The bytes of a CODE_HMAC_KEY_FILE: its content without one final line break (`openssl rand -base64 48 > file` writes one). */
+function readCodeHmacKeyFile(file: string): Buffer {
+  const bytes = readFileSync(file);
+  const end = bytes.at(-1) === 0x0a ? (bytes.at(-2) === 0x0d ? bytes.length - 2 : bytes.length - 1) : bytes.length;
+  return bytes.subarray(0, end);
+}
+
+/** Why `file` cannot serve as CODE_HMAC_KEY_FILE, or undefined when it can (readable, at least {@link MIN_CODE_HMAC_KEY_BYTES} bytes). */
+export function codeHmacKeyFileProblem(file: string): string | undefined {
+  let bytes: Buffer;
+  try {
+    bytes = readCodeHmacKeyFile(file);
+  } catch (err) {
+    return `cannot read ${file} (${(err as NodeJS.ErrnoException).code ?? 'error'})`;
+  }
+  return bytes.length < MIN_CODE_HMAC_KEY_BYTES ? `${file} holds ${bytes.length} bytes; at least ${MIN_CODE_HMAC_KEY_BYTES} random bytes are needed` : undefined;
+}
 
 /** One public RSA key that may verify access tokens, with its RFC 7638 thumbprint as `kid`. */
 export interface VerificationKey {
@@ -28,7 +48,7 @@ export interface KeyStore {
   readonly verification: ReadonlyMap<string, VerificationKey>;
   /** The serialised JWKS document (`{"keys":[...]}`), built once, served as is. */
   readonly jwksJson: string;
-  /** HMAC key for verification codes at rest, derived with HKDF-SHA-256 from the signing key. */
+  /** HMAC key for one-time codes at rest, derived with HKDF-SHA-256 from CODE_HMAC_KEY_FILE, else from the signing key. */
   readonly codeHmacKey: Buffer;
   /** HMAC key for rate-limit subjects (addresses, identifiers), so the table holds no reversible hash of an address. */
   readonly rateLimitHmacKey: Buffer;
@@ -41,6 +61,8 @@ export interface KeySources {
   /** PEM public keys of retired signing keys. */
   readonly publicKeyFiles: readonly string[];
   readonly dataDir: string;
+  /** CODE_HMAC_KEY_FILE; undefined: the code key is derived from the signing key. */
+  readonly codeHmacKeyFile?: string | undefined;
 }
 
 /** Generates an RSA key pair as PEM (PKCS#8 private, SPKI public). */
@@ -145,12 +167,12 @@ export async function loadKeyStore(sources: KeySources): Promise<KeyStore> {
     jwks.push(retired.jwk);
   }
   const der = privateKey.export({ type: 'pkcs8', format: 'der' });
-  const derive = (info: string): Buffer => Buffer.from(hkdfSync('sha256', der, Buffer.alloc(0), info, DERIVED_KEY_BYTES));
+  const derive = (info: string, source: Buffer = der): Buffer => Buffer.from(hkdfSync('sha256', source, Buffer.alloc(0), info, DERIVED_KEY_BYTES));
   return {
     signing: { kid: active.vk.kid, privateKey },
     verification,
     jwksJson: JSON.stringify({ keys: jwks }),
-    codeHmacKey: derive(CODE_HMAC_INFO),
+    codeHmacKey: sources.codeHmacKeyFile === undefined ? derive(CODE_HMAC_INFO) : derive(CODE_HMAC_INFO, readCodeHmacKeyFile(sources.codeHmacKeyFile)),
     rateLimitHmacKey: derive(RATE_LIMIT_HMAC_INFO),
   };
 }

@@ -71,3 +71,27 @@ export function securityNoticeEmail(input: {
       `If it was you, there is nothing to do.\n`,
   };
 }
+
+/**
+ * The link of a password-reset email: `{PASSWORD_RESET_URL}#email=<urlencoded>&code=<code>`
+ * (docs/api.md#request-a-password-reset). Built from the configured URL only, never from a
+ * request's Host or X-Forwarded-* headers (a forged header must not send the code to another
+ * site: OWASP ASVS 5.0 V6.4.1). The values go in the fragment, which browsers never send to a
+ * server, so the code stays out of access logs and Referer headers.
+ */
+export function passwordResetLink(baseUrl: string, email: string, code: string): string {
+  return `${baseUrl}#email=${encodeURIComponent(email)}&code=${code}`;
+}
+
+/** "What to send": the password-reset email for a code, with the link when PASSWORD_RESET_URL is set (docs/api.md#request-a-password-reset). */
+export function passwordResetEmail(input: { username: string; code: string; expiresInSeconds: number; link: string | undefined }): { subject: string; text: string } {
+  const minutes = Math.max(1, Math.ceil(input.expiresInSeconds / 60));
+  return {
+    subject: 'Reset your password',
+    text:
+      `Hello ${input.username},\n\n` +
+      `Your password reset code is ${input.code}.\n` +
+      (input.link === undefined ? '' : `Or open this link to choose a new password: ${input.link}\n`) +
+      `It expires in ${minutes} minutes. If you did not ask to reset your password, ignore this email: your password stays as it is.\n`,
+  };
+}

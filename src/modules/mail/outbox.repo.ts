@@ -24,7 +24,7 @@ export interface SecurityNoticePayload {
 export type CodeEmailKind = 'verification' | 'password_reset';
 
 /** The kinds of outbox rows: a verification code, or a security notice. */
-export type OutboxKind = 'verification' | 'notice';
+export type OutboxKind = CodeEmailKind | 'notice';
 
 /** Outbox row status (docs/decisions.md#email-outbox). */
 export type OutboxStatus = 'pending' | 'sent' | 'dead' | 'cancelled';

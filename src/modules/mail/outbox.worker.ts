@@ -3,7 +3,7 @@ import type { FastifyBaseLogger } from 'fastify';
 import type { Clock } from '../../clock.js';
 import type { Db } from '../../db/db.js';
 import { createAuthMetrics, type AuthMetrics } from '../../metrics.js';
-import { securityNoticeEmail, verificationEmail } from './mail.templates.js';
+import { passwordResetEmail, passwordResetLink, securityNoticeEmail, verificationEmail } from './mail.templates.js';
 import { MailSendError, type MailTransport } from './mail.transport.js';
 import { cancelExpiredEmails, claimDueEmails, markCancelled, markFailed, markSent, releaseLeases, type ClaimedEmail } from './outbox.repo.js';
 
@@ -41,7 +41,7 @@ export function retryDelayMs(attempt: number, random: () => number = Math.random
  * "What to send" for a claimed row: a notice from its stated facts, a verification email from its
  * code; undefined for a verification row whose code was dropped (it can no longer be sent).
  */
-function contentOf(row: ClaimedEmail, now: Date): { subject: string; text: string } | undefined {
+function contentOf(row: ClaimedEmail, now: Date, passwordResetUrl: string | undefined): { subject: string; text: string } | undefined {
   if (row.kind === 'notice') {
     const p = row.payload;
     return securityNoticeEmail({ kind: p.notice, username: p.username, at: new Date(p.at), ip: p.ip, userAgent: p.user_agent });
@@ -49,6 +49,10 @@ function contentOf(row: ClaimedEmail, now: Date): { subject: string; text: strin
   const { code, username } = row.payload;
   if (code === undefined) return undefined;
   const expiresInSeconds = row.expires_at === null ? 0 : (row.expires_at.getTime() - now.getTime()) / 1000;
+  if (row.kind === 'password_reset') {
+    const link = passwordResetUrl === undefined ? undefined : passwordResetLink(passwordResetUrl, row.recipient, code);
+    return passwordResetEmail({ username, code, expiresInSeconds, link });
+  }
   return verificationEmail({ username, code, expiresInSeconds });
 }
 
@@ -83,6 +87,8 @@ export interface OutboxWorkerDeps {
   readonly log: FastifyBaseLogger;
   /** Counts sent and failed emails; defaults to a registry of its own. */
   readonly metrics?: AuthMetrics;
+  /** PASSWORD_RESET_URL: reset emails also carry a link to it; undefined: the code only. */
+  readonly passwordResetUrl?: string | undefined;
 }
 
 /**
@@ -106,7 +112,7 @@ export function createOutboxWorker(deps: OutboxWorkerDeps): OutboxWorker {
       await markCancelled(db, row.id, owner, 'expired before delivery');
       return;
     }
-    const content = contentOf(row, now);
+    const content = contentOf(row, now, deps.passwordResetUrl);
     if (content === undefined) {
       await markCancelled(db, row.id, owner, 'no code in payload');
       return;

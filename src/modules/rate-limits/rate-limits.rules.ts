@@ -24,6 +24,12 @@ export interface RateLimitRules {
   readonly verifyPerIp: RateLimitRule;
   readonly resendPerAddress: RateLimitRule;
   readonly resendPerIp: RateLimitRule;
+  /** Password-reset requests per address: one per {@link RESEND_WINDOW_SECONDS}, known address or not. */
+  readonly passwordResetPerAddress: RateLimitRule;
+  /** Password-reset requests per client network. */
+  readonly passwordResetPerIp: RateLimitRule;
+  /** Failed password-reset confirmations per client network (the 5 tries of each code bound the guesses per address). */
+  readonly passwordResetConfirmPerIp: RateLimitRule;
 }
 
 /** Builds the rules from the configured limits. */
@@ -38,5 +44,8 @@ export function rateLimitRules(settings: RateLimitSettings): RateLimitRules {
     verifyPerIp: { name: 'verify_ip', subject: 'client', limit: settings.verifyPerIp, windowSeconds: FAILURE_WINDOW_SECONDS },
     resendPerAddress: { name: 'resend', subject: 'secret', limit: 1, windowSeconds: RESEND_WINDOW_SECONDS },
     resendPerIp: { name: 'resend_ip', subject: 'client', limit: settings.resendPerIp, windowSeconds: HOUR_WINDOW_SECONDS },
+    passwordResetPerAddress: { name: 'password_reset', subject: 'secret', limit: 1, windowSeconds: RESEND_WINDOW_SECONDS },
+    passwordResetPerIp: { name: 'password_reset_ip', subject: 'client', limit: settings.passwordResetPerIp, windowSeconds: HOUR_WINDOW_SECONDS },
+    passwordResetConfirmPerIp: { name: 'password_reset_confirm_ip', subject: 'client', limit: settings.passwordResetConfirmPerIp, windowSeconds: FAILURE_WINDOW_SECONDS },
   };
 }

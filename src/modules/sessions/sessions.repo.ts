@@ -15,7 +15,7 @@ export interface SessionRow {
 }
 
 /** Why a session was revoked; stored in `sessions.revoked_reason` for audits. */
-export type RevocationReason = 'logout' | 'revoked_by_user' | 'revoke_all' | 'password_changed' | 'refresh_token_reuse' | 'revoked_by_admin';
+export type RevocationReason = 'logout' | 'revoked_by_user' | 'revoke_all' | 'password_changed' | 'password_reset' | 'refresh_token_reuse' | 'revoked_by_admin';
 
 /** `last_used_at` is written at most once per this many seconds (docs/api.md#refresh-token-rotation). */
 export const LAST_USED_RESOLUTION_SECONDS = 60;

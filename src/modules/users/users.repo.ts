@@ -110,6 +110,18 @@ export async function replacePasswordHash(
 }
 
 /**
+ * Sets the password hash whatever it was (a password reset: the code, not the old password,
+ * proved the right to change it). Takes the user row's lock, so a parallel sign-in's
+ * `createSignInSession` either commits first (and the reset then revokes its session) or finds
+ * the hash changed.
+ * @returns true when the user exists.
+ */
+export async function setPasswordHash(q: Queryable, userId: string, newHash: string, now: Date): Promise<boolean> {
+  const { rowCount } = await q.query('UPDATE users SET password_hash = $2, updated_at = $3 WHERE id = $1', [userId, newHash, now]);
+  return rowCount === 1;
+}
+
+/**
  * Stores a re-hash of the user's unchanged password (made because
  * `PasswordHasher.needsRehash` said the stored one has weaker argon2id parameters than
  * configured), only if the stored hash is still `expectedHash`: a parallel password change or

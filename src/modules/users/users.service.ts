@@ -6,6 +6,7 @@ import { createAuthMetrics, type AuthMetrics } from '../../metrics.js';
 import { normalizePassword, type PasswordHasher } from '../../crypto/password.js';
 import { queueSecurityNotice, type NoticeClient } from '../mail/notices.js';
 import { revokeAllSessions } from '../sessions/sessions.repo.js';
+import { supersedeCodes } from '../codes/one-time-codes.repo.js';
 import type { VerificationService } from '../verification/verification.service.js';
 import { normalizeEmail, normalizePhone, normalizeUsername } from './identifiers.js';
 import type { BreachedPasswordCheck } from './breached-passwords.js';
@@ -133,6 +134,8 @@ export function createUsersService(deps: UsersDeps): UsersService {
         const replaced = await replacePasswordHash(tx, user.id, { expectedHash: user.password_hash, newHash }, now);
         if (!replaced) throw new AppError('auth.invalid_current_password');
         const count = await revokeAllSessions(tx, user.id, 'password_changed', now);
+        // A reset code issued before the change must not undo it (docs/api.md#change-password).
+        await supersedeCodes(tx, 'password_reset', user.id, now);
         const address = noticeAddress(user);
         if (address !== null) {
           await queueSecurityNotice(tx, { kind: 'password_changed', recipient: address, username: user.username, at: now, client });

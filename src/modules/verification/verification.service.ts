@@ -1,29 +1,22 @@
-import { randomUUID } from 'node:crypto';
 import type { Clock } from '../../clock.js';
 import type { Db, Queryable } from '../../db/db.js';
 import { AppError, type ErrorCode } from '../../errors.js';
-import { constantTimeEqual, hmacSha256, newVerificationCode } from '../../crypto/secrets.js';
-import { cancelPendingEmails, enqueueEmail } from '../mail/outbox.repo.js';
 import type { FastifyBaseLogger } from 'fastify';
 import { securityEvent } from '../audit/security-events.js';
 import type { RateLimitRules } from '../rate-limits/rate-limits.rules.js';
 import type { RateLimiter } from '../rate-limits/rate-limits.service.js';
 import { UNKNOWN_CLIENT } from '../rate-limits/client-network.js';
 import { findUserByEmail, findUserById, markEmailVerified, type UserRow } from '../users/users.repo.js';
-import { consumeCode, lockLiveCode, recordWrongAttempt, replaceCode } from './verification.repo.js';
+import type { OneTimeCodes } from '../codes/one-time-codes.service.js';
 
-/** Outbox kind of verification-code emails. */
-const VERIFICATION_EMAIL = 'verification';
-
-/** Wrong attempts after which a code is dead (docs/api.md#verification-codes). */
-export const MAX_CODE_ATTEMPTS = 5;
+export { MAX_CODE_ATTEMPTS } from '../codes/one-time-codes.service.js';
 
 /** Dependencies of {@link createVerificationService}. */
 export interface VerificationDeps {
   readonly db: Db;
   readonly clock: Clock;
-  /** HMAC key for codes at rest. */
-  readonly codeHmacKey: Buffer;
+  /** The one-time codes of every purpose; these are of purpose `verification`. */
+  readonly codes: OneTimeCodes;
   readonly limiter: RateLimiter;
   readonly rules: Pick<RateLimitRules, 'verifyPerIp' | 'resendPerAddress' | 'resendPerIp'>;
   readonly log: FastifyBaseLogger;
@@ -70,25 +63,10 @@ export interface VerificationService {
 
 /** Builds the {@link VerificationService} over the database, clock and derived HMAC keys. */
 export function createVerificationService(deps: VerificationDeps): VerificationService {
-  const { db, clock, codeHmacKey, limiter, rules, log, codeTtlSeconds, onEmailQueued } = deps;
-  const hashCode = (codeId: string, code: string): string => hmacSha256(codeHmacKey, `${codeId}:${code}`);
+  const { db, clock, codes, limiter, rules, log, codeTtlSeconds, onEmailQueued } = deps;
 
-  const issueCode: VerificationService['issueCode'] = async (tx, user) => {
-    const now = clock.now();
-    const code = newVerificationCode();
-    const id = randomUUID();
-    const expiresAt = new Date(now.getTime() + codeTtlSeconds * 1000);
-    await replaceCode(tx, { id, userId: user.id, email: user.email, codeHash: hashCode(id, code), now, expiresAt });
-    await cancelPendingEmails(tx, { kind: VERIFICATION_EMAIL, recipient: user.email, reason: 'superseded by a newer code', now });
-    await enqueueEmail(tx, {
-      id: randomUUID(),
-      kind: VERIFICATION_EMAIL,
-      recipient: user.email,
-      payload: { username: user.username, code },
-      now,
-      expiresAt,
-    });
-  };
+  const issueCode: VerificationService['issueCode'] = (tx, user) =>
+    codes.issue(tx, { purpose: 'verification', user: { id: user.id, username: user.username, email: user.email }, ttlSeconds: codeTtlSeconds });
 
   return {
     issueCode,
@@ -102,22 +80,24 @@ export function createVerificationService(deps: VerificationDeps): VerificationS
         securityEvent(log, 'verify_email.rate_limited', { userId: user.id, ip: client.ip });
         throw new AppError('auth.verify_email.rate_limited', { headers: { 'retry-after': String(verdict.retryAfterSeconds) } });
       }
-      const now = clock.now();
       // One transaction with the code row locked: the comparison, the attempt count and the
       // consumption of one code never interleave, so 50 parallel guesses make exactly 5
       // attempts, and of two parallel right codes one verifies and the other then finds the
       // email verified. A wrong attempt commits even though the request fails.
       const outcome = await db.transaction(async (tx): Promise<'verified' | ErrorCode> => {
-        const live = await lockLiveCode(tx, user.id, email, now);
-        if (live === undefined) return (await findUserById(tx, user.id))?.is_email_verified === true ? 'verified' : 'auth.verify_email.code_expired';
-        if (live.attempts >= MAX_CODE_ATTEMPTS) return 'auth.verify_email.too_many_attempts';
-        if (!constantTimeEqual(hashCode(live.id, code), live.code_hash)) {
-          const attempts = await recordWrongAttempt(tx, live.id);
-          return attempts >= MAX_CODE_ATTEMPTS ? 'auth.verify_email.too_many_attempts' : 'auth.verify_email.code_mismatch';
+        const checked = await codes.check(tx, { purpose: 'verification', userId: user.id, email, code });
+        switch (checked.outcome) {
+          case 'none':
+            return (await findUserById(tx, user.id))?.is_email_verified === true ? 'verified' : 'auth.verify_email.code_expired';
+          case 'dead':
+            return 'auth.verify_email.too_many_attempts';
+          case 'wrong':
+            return 'auth.verify_email.code_mismatch';
+          case 'right':
+            await codes.consume(tx, checked.codeId);
+            await markEmailVerified(tx, user.id, email, clock.now());
+            return 'verified';
         }
-        await consumeCode(tx, live.id, now);
-        await markEmailVerified(tx, user.id, email, now);
-        return 'verified';
       });
       if (outcome !== 'verified') throw new AppError(outcome);
       await limiter.forgive(rules.verifyPerIp, client.ip ?? UNKNOWN_CLIENT);

@@ -1,0 +1,91 @@
+import type { Queryable } from '../../db/db.js';
+
+/**
+ * What a one-time code is for. A code of one purpose never works for another: every statement
+ * below names the purpose (docs/api.md#one-time-codes). Stored in `verification_codes.purpose`
+ * (migration 005).
+ */
+export type CodePurpose = 'verification' | 'password_reset';
+
+/** A live (unconsumed, unsuperseded, unexpired) code row. */
+export interface OneTimeCodeRow {
+  id: string;
+  user_id: string;
+  email: string;
+  code_hash: string;
+  attempts: number;
+  expires_at: Date;
+}
+
+/**
+ * Supersedes every older live code of the user for `purpose` (a new code supersedes older ones,
+ * docs/api.md#one-time-codes) and inserts the new one, stored as its HMAC.
+ */
+export async function replaceCode(
+  q: Queryable,
+  c: { id: string; purpose: CodePurpose; userId: string; email: string; codeHash: string; now: Date; expiresAt: Date },
+): Promise<void> {
+  await supersedeCodes(q, c.purpose, c.userId, c.now);
+  await q.query(
+    `INSERT INTO verification_codes (id, purpose, user_id, email, code_hash, created_at, expires_at)
+     VALUES ($1, $2, $3, $4, $5, $6, $7)`,
+    [c.id, c.purpose, c.userId, c.email, c.codeHash, c.now, c.expiresAt],
+  );
+}
+
+/**
+ * Ends every live code of the user for `purpose` (marks them superseded): a password change
+ * kills the outstanding reset codes.
+ * @returns how many codes it ended.
+ */
+export async function supersedeCodes(q: Queryable, purpose: CodePurpose, userId: string, now: Date): Promise<number> {
+  const { rowCount } = await q.query(
+    `UPDATE verification_codes SET superseded_at = $3
+      WHERE user_id = $1 AND purpose = $2 AND consumed_at IS NULL AND superseded_at IS NULL`,
+    [userId, purpose, now],
+  );
+  return rowCount;
+}
+
+/**
+ * The user's latest live (unconsumed, unsuperseded, unexpired at `now`) code of `purpose` for
+ * `email`, locked `FOR UPDATE` until the transaction ends, so that attempts on one code
+ * serialise: a second submission waits and then sees the first one's outcome (a consumed code
+ * is no longer live). Undefined when there is none.
+ */
+export async function lockLiveCode(
+  q: Queryable,
+  c: { purpose: CodePurpose; userId: string; email: string; now: Date },
+): Promise<OneTimeCodeRow | undefined> {
+  const { rows } = await q.query<OneTimeCodeRow>(
+    `SELECT id, user_id, email, code_hash, attempts, expires_at FROM verification_codes
+      WHERE user_id = $1 AND purpose = $2 AND email = $3 AND consumed_at IS NULL AND superseded_at IS NULL AND expires_at > $4
+      ORDER BY created_at DESC LIMIT 1
+      FOR UPDATE`,
+    [c.userId, c.purpose, c.email, c.now],
+  );
+  return rows[0];
+}
+
+/** Counts one wrong attempt against a code. @returns the attempts made so far. */
+export async function recordWrongAttempt(q: Queryable, codeId: string): Promise<number> {
+  const { rows } = await q.query<{ attempts: number }>(
+    'UPDATE verification_codes SET attempts = attempts + 1 WHERE id = $1 RETURNING attempts',
+    [codeId],
+  );
+  return rows[0]?.attempts ?? Number.MAX_SAFE_INTEGER;
+}
+
+/**
+ * Consumes a code once: `UPDATE ... WHERE consumed_at IS NULL` tells the winner of a race
+ * from the losers (STYLE habit 4). A code that was superseded or expired meanwhile is not
+ * consumed.
+ * @returns true for the one caller that consumed it.
+ */
+export async function consumeCode(q: Queryable, codeId: string, now: Date): Promise<boolean> {
+  const { rowCount } = await q.query(
+    'UPDATE verification_codes SET consumed_at = $2 WHERE id = $1 AND consumed_at IS NULL AND superseded_at IS NULL AND expires_at > $2',
+    [codeId, now],
+  );
+  return rowCount === 1;
+}

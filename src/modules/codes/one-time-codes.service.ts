@@ -1,0 +1,84 @@
+import { randomUUID } from 'node:crypto';
+import type { Clock } from '../../clock.js';
+import type { Queryable } from '../../db/db.js';
+import { constantTimeEqual, hmacSha256, newVerificationCode } from '../../crypto/secrets.js';
+import { cancelPendingEmails, enqueueEmail } from '../mail/outbox.repo.js';
+import { consumeCode, lockLiveCode, recordWrongAttempt, replaceCode, supersedeCodes, type CodePurpose } from './one-time-codes.repo.js';
+
+export type { CodePurpose } from './one-time-codes.repo.js';
+
+/** Wrong attempts after which a code is dead, whatever its purpose (docs/api.md#one-time-codes). */
+export const MAX_CODE_ATTEMPTS = 5;
+
+/** The outcome of {@link OneTimeCodes.check}: the right code (still live, not consumed yet), or why not. */
+export type CodeCheck =
+  | { readonly outcome: 'right'; readonly codeId: string }
+  /** `none`: no live code (never issued, expired, superseded or consumed); `dead`: 5 wrong tries; `wrong`: a try counted. */
+  | { readonly outcome: 'none' | 'dead' | 'wrong' };
+
+/** Dependencies of {@link createOneTimeCodes}. */
+export interface OneTimeCodesDeps {
+  readonly clock: Clock;
+  /** HMAC-SHA-256 key of the codes at rest (docs/decisions.md, "One-time codes"). */
+  readonly codeHmacKey: Buffer;
+}
+
+/**
+ * One mechanism for the one-time codes of every purpose (docs/api.md#one-time-codes): 6 digits
+ * from the CSPRNG, stored only as HMAC-SHA-256 of `<id>:<code>` under a server key, bound to a
+ * purpose, valid for a TTL, at most {@link MAX_CODE_ATTEMPTS} wrong tries counted under a row
+ * lock, superseded by a newer code of the same purpose, consumed by one guarded UPDATE (STYLE
+ * habit 4; OWASP ASVS 5.0 V6.6.3, NIST SP 800-63B-4 §3.1.3). Every function runs inside the
+ * caller's transaction.
+ */
+export interface OneTimeCodes {
+  /**
+   * Issues a code of `purpose` for `user.email`: supersedes the user's older codes of that
+   * purpose, cancels their emails still waiting in the outbox (outbox kind = purpose; one being
+   * sent right now is made to expire, so a failed attempt is not retried after the newer email),
+   * stores the new code's HMAC and queues its email, so all commit together.
+   */
+  issue(tx: Queryable, c: { purpose: CodePurpose; user: { id: string; username: string; email: string }; ttlSeconds: number }): Promise<void>;
+  /**
+   * Compares `code` with the user's live code of `purpose` for `email`, holding its row lock
+   * until `tx` ends: a wrong code counts a try (committed with `tx`), a right one is left live
+   * for {@link consume}. Parallel checks of one code serialise on the lock.
+   */
+  check(tx: Queryable, c: { purpose: CodePurpose; userId: string; email: string; code: string }): Promise<CodeCheck>;
+  /** Consumes a code found right by {@link check}. @returns true for the one caller that consumed it (a race's winner). */
+  consume(tx: Queryable, codeId: string): Promise<boolean>;
+  /** Ends every live code of the user for `purpose` (a password change kills outstanding reset codes). */
+  revokeAll(tx: Queryable, purpose: CodePurpose, userId: string): Promise<number>;
+}
+
+/** Builds {@link OneTimeCodes} over the clock and the HMAC key. */
+export function createOneTimeCodes(deps: OneTimeCodesDeps): OneTimeCodes {
+  const { clock, codeHmacKey } = deps;
+  const hashCode = (codeId: string, code: string): string => hmacSha256(codeHmacKey, `${codeId}:${code}`);
+  return {
+    async issue(tx, { purpose, user, ttlSeconds }) {
+      const now = clock.now();
+      const code = newVerificationCode();
+      const id = randomUUID();
+      const expiresAt = new Date(now.getTime() + ttlSeconds * 1000);
+      await replaceCode(tx, { id, purpose, userId: user.id, email: user.email, codeHash: hashCode(id, code), now, expiresAt });
+      await cancelPendingEmails(tx, { kind: purpose, recipient: user.email, reason: 'superseded by a newer code', now });
+      await enqueueEmail(tx, { id: randomUUID(), kind: purpose, recipient: user.email, payload: { username: user.username, code }, now, expiresAt });
+    },
+
+    async check(tx, { purpose, userId, email, code }) {
+      const live = await lockLiveCode(tx, { purpose, userId, email, now: clock.now() });
+      if (live === undefined) return { outcome: 'none' };
+      if (live.attempts >= MAX_CODE_ATTEMPTS) return { outcome: 'dead' };
+      if (!constantTimeEqual(hashCode(live.id, code), live.code_hash)) {
+        const attempts = await recordWrongAttempt(tx, live.id);
+        return { outcome: attempts >= MAX_CODE_ATTEMPTS ? 'dead' : 'wrong' };
+      }
+      return { outcome: 'right', codeId: live.id };
+    },
+
+    consume: (tx, codeId) => consumeCode(tx, codeId, clock.now()),
+
+    revokeAll: (tx, purpose, userId) => supersedeCodes(tx, purpose, userId, clock.now()),
+  };
+}

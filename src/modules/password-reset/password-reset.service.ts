@@ -1,0 +1,170 @@
+import type { FastifyBaseLogger } from 'fastify';
+import type { Clock } from '../../clock.js';
+import type { Db } from '../../db/db.js';
+import { AppError, type ErrorCode } from '../../errors.js';
+import type { AuthMetrics } from '../../metrics.js';
+import { normalizePassword, type PasswordHasher } from '../../crypto/password.js';
+import { securityEvent } from '../audit/security-events.js';
+import type { OneTimeCodes } from '../codes/one-time-codes.service.js';
+import { queueSecurityNotice, type NoticeClient } from '../mail/notices.js';
+import { UNKNOWN_CLIENT } from '../rate-limits/client-network.js';
+import type { RateLimitRules } from '../rate-limits/rate-limits.rules.js';
+import type { RateLimiter } from '../rate-limits/rate-limits.service.js';
+import { revokeAllSessions } from '../sessions/sessions.repo.js';
+import { checkPassword, SERVICE_NAME } from '../users/password-policy.js';
+import { findUserByEmail, markEmailVerified, setPasswordHash } from '../users/users.repo.js';
+
+/** Dependencies of {@link createPasswordResetService}. */
+export interface PasswordResetDeps {
+  readonly db: Db;
+  readonly clock: Clock;
+  readonly hasher: PasswordHasher;
+  /** The one-time codes of every purpose; these are of purpose `password_reset`. */
+  readonly codes: OneTimeCodes;
+  readonly limiter: RateLimiter;
+  readonly rules: Pick<RateLimitRules, 'passwordResetPerAddress' | 'passwordResetPerIp' | 'passwordResetConfirmPerIp'>;
+  readonly log: FastifyBaseLogger;
+  readonly metrics: AuthMetrics;
+  /** ONE_TIME_CODE_TTL_SECONDS. */
+  readonly codeTtlSeconds: number;
+  /** Called after a commit that queued an email. */
+  readonly onEmailQueued: () => void;
+}
+
+/** The client of a request: its address (rate limits, the notice) and user agent (the notice). */
+export type ResetClient = NoticeClient;
+
+/** Password reset by a 6-digit code sent to the account's email (docs/api.md#request-a-password-reset, docs/api.md#confirm-a-password-reset). */
+export interface PasswordResetService {
+  /**
+   * Asks for a reset code for `email` (already normalised). Resolves (204) for every address,
+   * known or not, verified or not, after the same work: the rate limits only. The lookup of the
+   * user and, for a known one, the new code (superseding older reset codes and cancelling their
+   * queued emails) and its email are left for after the answer: they start when the caller calls
+   * the returned function (the route does once the response is sent; {@link idle} starts and
+   * waits for them), so the answer's timing cannot tell who has an account (OWASP ASVS 5.0
+   * V6.3.8). Errors of that work are logged, never answered.
+   * @returns the function that starts the work (idempotent).
+   * @throws AppError `auth.password_reset.rate_limited` (429, body code
+   *   `auth.password_reset.too_many_attempts`, Retry-After) when the client is over
+   *   RATE_LIMIT_PASSWORD_RESET_PER_IP requests this hour (counted first, so such a client does
+   *   not also use up the address's request), or on a second request for the address within 60 s.
+   */
+  request(email: string, client: ResetClient): Promise<() => void>;
+  /**
+   * Sets a new password with a reset code. The code is checked first (under its row lock; a
+   * wrong one counts one of its 5 tries), then the password policy (a refused password leaves
+   * the code usable), then, in one transaction: the code is consumed (of two parallel right
+   * confirmations one wins, the other gets `code_expired`), the password replaced, every session
+   * revoked, every outstanding reset code ended, the email marked verified, and a
+   * `password_reset` notice queued. Nobody is signed in. Failed confirmations count against the
+   * client (RATE_LIMIT_PASSWORD_RESET_CONFIRM_PER_IP per 15 minutes), never against the address,
+   * so a stranger's wrong codes cannot stop the owner's right one beyond the 5 tries of a code.
+   * @throws AppError `auth.password_reset.validation_failed` (400, the reason),
+   *   `auth.password_reset.code_expired` / `code_mismatch` / `too_many_attempts` (410),
+   *   `auth.password_reset.rate_limited` (429, Retry-After).
+   */
+  confirm(input: { email: string; code: string; newPassword: string }, client: ResetClient): Promise<void>;
+  /** Starts every request's work left for after the answer and resolves when all of it has finished (tests, shutdown). */
+  idle(): Promise<void>;
+}
+
+/** Builds the {@link PasswordResetService}. */
+export function createPasswordResetService(deps: PasswordResetDeps): PasswordResetService {
+  const { db, clock, hasher, codes, limiter, rules, log, metrics, codeTtlSeconds, onEmailQueued } = deps;
+  const inFlight = new Set<Promise<void>>();
+  const waiting = new Set<() => void>();
+
+  /** The work a request leaves for after its answer: a code and its email for a known address. */
+  const issueFor = async (email: string): Promise<void> => {
+    const user = await findUserByEmail(db, email);
+    if (user === undefined || user.email === null) return;
+    const target = { id: user.id, username: user.username, email: user.email };
+    await db.transaction((tx) => codes.issue(tx, { purpose: 'password_reset', user: target, ttlSeconds: codeTtlSeconds }));
+    onEmailQueued();
+  };
+
+  const rateLimited = (retryAfterSeconds: number): AppError =>
+    new AppError('auth.password_reset.rate_limited', { headers: { 'retry-after': String(retryAfterSeconds) } });
+
+  return {
+    async request(email, client) {
+      const { verdict } = await limiter.hitAll({
+        first: { rule: rules.passwordResetPerIp, subject: client.ip ?? UNKNOWN_CLIENT },
+        rule: rules.passwordResetPerAddress,
+        subjects: [email],
+      });
+      if (!verdict.allowed) {
+        securityEvent(log, 'password_reset.rate_limited', { ip: client.ip, reason: 'request' });
+        throw rateLimited(verdict.retryAfterSeconds);
+      }
+      metrics.passwordReset('requested');
+      let start!: () => void;
+      const go = new Promise<void>((resolve) => (start = resolve));
+      waiting.add(start);
+      const task: Promise<void> = go
+        .then(() => issueFor(email))
+        .catch((err: unknown) => log.error({ err }, 'password reset: issuing the code failed'))
+        .finally(() => inFlight.delete(task));
+      inFlight.add(task);
+      return () => {
+        waiting.delete(start);
+        start();
+      };
+    },
+
+    async confirm(input, client) {
+      const ip = client.ip ?? UNKNOWN_CLIENT;
+      const newPassword = normalizePassword(input.newPassword);
+      if (newPassword === undefined) {
+        throw new AppError('auth.password_reset.validation_failed', { message: 'new_password must be 8 to 72 characters after NFKC normalisation.' });
+      }
+      const verdict = await limiter.hit(rules.passwordResetConfirmPerIp, ip);
+      if (!verdict.allowed) {
+        securityEvent(log, 'password_reset.rate_limited', { ip: client.ip, reason: 'confirm' });
+        throw rateLimited(verdict.retryAfterSeconds);
+      }
+      const user = await findUserByEmail(db, input.email);
+      if (user === undefined || user.email === null) throw new AppError('auth.password_reset.code_expired');
+      const email = user.email;
+      // The code first, under its row lock: a wrong one commits its counted try.
+      const checked = await db.transaction((tx) => codes.check(tx, { purpose: 'password_reset', userId: user.id, email, code: input.code }));
+      const failure: Record<Exclude<typeof checked.outcome, 'right'>, ErrorCode> = {
+        none: 'auth.password_reset.code_expired',
+        dead: 'auth.password_reset.too_many_attempts',
+        wrong: 'auth.password_reset.code_mismatch',
+      };
+      if (checked.outcome !== 'right') throw new AppError(failure[checked.outcome]);
+      // A refused password is no failed guess, and leaves the code usable.
+      const refused = await checkPassword(newPassword, { username: user.username, email, serviceName: SERVICE_NAME });
+      if (refused !== undefined) {
+        await limiter.forgive(rules.passwordResetConfirmPerIp, ip);
+        throw new AppError('auth.password_reset.validation_failed', { message: refused.reason });
+      }
+      // argon2id outside any transaction (STYLE habit 3).
+      const newHash = await hasher.hash(newPassword);
+      const now = clock.now();
+      const revoked = await db.transaction(async (tx) => {
+        if (!(await codes.consume(tx, checked.codeId))) return undefined;
+        await setPasswordHash(tx, user.id, newHash, now);
+        const count = await revokeAllSessions(tx, user.id, 'password_reset', now);
+        await codes.revokeAll(tx, 'password_reset', user.id);
+        await markEmailVerified(tx, user.id, email, now);
+        await queueSecurityNotice(tx, { kind: 'password_reset', recipient: email, username: user.username, at: now, client });
+        return count;
+      });
+      if (revoked === undefined) throw new AppError('auth.password_reset.code_expired');
+      onEmailQueued();
+      await limiter.forgive(rules.passwordResetConfirmPerIp, ip);
+      metrics.passwordReset('completed');
+      metrics.sessionsRevoked('password_reset', revoked);
+      securityEvent(log, 'password.reset', { userId: user.id, ip: client.ip, count: revoked });
+    },
+
+    async idle() {
+      for (const start of waiting) start();
+      waiting.clear();
+      while (inFlight.size > 0) await Promise.all([...inFlight]);
+    },
+  };
+}
