@@ -212,6 +212,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     metrics,
     codeTtlSeconds: config.oneTimeCodeTtlSeconds,
     onEmailQueued,
+    breachedPasswords,
   });
   app.decorate('passwordReset', passwordReset);
 

@@ -1,3 +1,6 @@
+import { createHash } from 'node:crypto';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestContext, type TestContext } from '../helpers/context.js';
 import type { ReceivedMail } from '../helpers/smtp.js';
@@ -270,5 +273,43 @@ describe('password-reset rate limits per client', () => {
     for (let i = 0; i < 2; i++) expect((await post('/auth/v0/password-reset/confirm', { email, code: '000000', new_password: NEW_PASSWORD }, '198.51.100.7')).statusCode).toBe(410);
     expectError(await post('/auth/v0/password-reset/confirm', { email, code: '000000', new_password: NEW_PASSWORD }, '198.51.100.7'), 429, 'auth.password_reset.too_many_attempts');
     expect((await post('/auth/v0/password-reset/confirm', { email, code: '000000', new_password: NEW_PASSWORD }, '203.0.113.9')).statusCode).toBe(410);
+  });
+});
+
+describe('password reset with the breached-password check (PASSWORD_BREACH_CHECK=hibp)', () => {
+  /** Passes every local rule; the range server below lists it. */
+  const BREACHED = 'Velvet Harbor Quietly 77';
+  let breachCtx: TestContext;
+  let server: Server;
+  beforeAll(async () => {
+    const hash = createHash('sha1').update(BREACHED, 'utf8').digest('hex').toUpperCase();
+    server = createServer((req, res) => {
+      res.writeHead(200, { 'content-type': 'text/plain' });
+      res.end(req.url === `/range/${hash.slice(0, 5)}` ? `${hash.slice(5)}:42\r\n` : '');
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const { port } = server.address() as AddressInfo;
+    breachCtx = await createTestContext({ PASSWORD_BREACH_CHECK: 'hibp', PASSWORD_BREACH_API_URL: `http://127.0.0.1:${port}/range/` });
+  });
+  afterAll(async () => {
+    await breachCtx.close();
+    await new Promise((resolve) => server.close(resolve));
+  });
+
+  it('a breached new password: 400 auth.password_reset.validation_failed with the reason, and the code stays usable', async () => {
+    const user = await createVerifiedUser(breachCtx);
+    expect((await postJson(breachCtx, '/auth/v0/password-reset', { email: user.email })).statusCode).toBe(204);
+    await breachCtx.app.passwordReset.idle();
+    let code: string | undefined;
+    for (let i = 0; i < 100 && code === undefined; i++) {
+      await breachCtx.app.outbox.runOnce();
+      const mail = breachCtx.smtp.messages.find((m) => m.to.includes(user.email) && /password reset code is (\d{6})/.test(m.raw));
+      code = mail === undefined ? undefined : /password reset code is (\d{6})/.exec(mail.raw)![1];
+      if (code === undefined) await new Promise((r) => setTimeout(r, 20));
+    }
+    const refused = await postJson(breachCtx, '/auth/v0/password-reset/confirm', { email: user.email, code, new_password: BREACHED });
+    expect(refused.statusCode).toBe(400);
+    expect(refused.json()).toEqual({ code: 'auth.password_reset.validation_failed', message: 'password has appeared in a data breach; choose another one.' });
+    expect((await postJson(breachCtx, '/auth/v0/password-reset/confirm', { email: user.email, code, new_password: NEW_PASSWORD })).statusCode).toBe(204);
   });
 });

@@ -11,6 +11,7 @@ import { UNKNOWN_CLIENT } from '../rate-limits/client-network.js';
 import type { RateLimitRules } from '../rate-limits/rate-limits.rules.js';
 import type { RateLimiter } from '../rate-limits/rate-limits.service.js';
 import { revokeAllSessions } from '../sessions/sessions.repo.js';
+import type { BreachedPasswordCheck } from '../users/breached-passwords.js';
 import { checkPassword, SERVICE_NAME } from '../users/password-policy.js';
 import { findUserByEmail, markEmailVerified, setPasswordHash } from '../users/users.repo.js';
 
@@ -29,6 +30,8 @@ export interface PasswordResetDeps {
   readonly codeTtlSeconds: number;
   /** Called after a commit that queued an email. */
   readonly onEmailQueued: () => void;
+  /** The breached-password check of new passwords (PASSWORD_BREACH_CHECK=hibp), as at sign-up and change-password; undefined: none. */
+  readonly breachedPasswords?: BreachedPasswordCheck | undefined;
 }
 
 /** The client of a request: its address (rate limits, the notice) and user agent (the notice). */
@@ -136,7 +139,7 @@ export function createPasswordResetService(deps: PasswordResetDeps): PasswordRes
       };
       if (checked.outcome !== 'right') throw new AppError(failure[checked.outcome]);
       // A refused password is no failed guess, and leaves the code usable.
-      const refused = await checkPassword(newPassword, { username: user.username, email, serviceName: SERVICE_NAME });
+      const refused = await checkPassword(newPassword, { username: user.username, email, serviceName: SERVICE_NAME }, { breached: deps.breachedPasswords });
       if (refused !== undefined) {
         await limiter.forgive(rules.passwordResetConfirmPerIp, ip);
         throw new AppError('auth.password_reset.validation_failed', { message: refused.reason });
