@@ -76,7 +76,7 @@ export function securityNoticeEmail(input: {
  * The link of a password-reset email: `{PASSWORD_RESET_URL}#email=<urlencoded>&code=<code>`
  * (docs/api.md#request-a-password-reset). Built from the configured URL only, never from a
  * request's Host or X-Forwarded-* headers (a forged header must not send the code to another
- * site: OWASP ASVS 5.0 V6.4.1). The values go in the fragment, which browsers never send to a
+ * site: OWASP Forgot Password Cheat Sheet, "do not rely on the Host header"). The values go in the fragment, which browsers never send to a
  * server, so the code stays out of access logs and Referer headers.
  */
 export function passwordResetLink(baseUrl: string, email: string, code: string): string {
