@@ -15,6 +15,9 @@ import type { BreachedPasswordCheck } from '../users/breached-passwords.js';
 import { checkPassword, SERVICE_NAME } from '../users/password-policy.js';
 import { findUserByEmail, markEmailVerified, setPasswordHash } from '../users/users.repo.js';
 
+/** The user id an unknown address is checked under: no user has it, so the lookup finds no code. */
+const NO_USER_ID = '00000000-0000-0000-0000-000000000000';
+
 /** Dependencies of {@link createPasswordResetService}. */
 export interface PasswordResetDeps {
   readonly db: Db;
@@ -128,7 +131,11 @@ export function createPasswordResetService(deps: PasswordResetDeps): PasswordRes
         throw rateLimited(verdict.retryAfterSeconds);
       }
       const user = await findUserByEmail(db, input.email);
-      if (user === undefined || user.email === null) throw new AppError('auth.password_reset.code_expired');
+      if (user === undefined || user.email === null) {
+        // The same locked lookup as a known address without a live code, so both 410s take alike.
+        await db.transaction((tx) => codes.check(tx, { purpose: 'password_reset', userId: NO_USER_ID, email: input.email, code: input.code }));
+        throw new AppError('auth.password_reset.code_expired');
+      }
       const email = user.email;
       // The code first, under its row lock: a wrong one commits its counted try.
       const checked = await db.transaction((tx) => codes.check(tx, { purpose: 'password_reset', userId: user.id, email, code: input.code }));
