@@ -313,3 +313,36 @@ describe('password reset with the breached-password check (PASSWORD_BREACH_CHECK
     expect((await postJson(breachCtx, '/auth/v0/password-reset/confirm', { email: user.email, code, new_password: NEW_PASSWORD })).statusCode).toBe(204);
   });
 });
+
+describe('queued reset emails (outbox worker stopped)', () => {
+  let quiet: TestContext;
+  beforeAll(async () => {
+    quiet = await createTestContext({ RATE_LIMIT_PASSWORD_RESET_PER_IP: '0' }, { startOutboxWorker: false });
+  });
+  afterAll(async () => quiet.close());
+
+  it("a newer reset code cancels the older code's queued email, and neither touches the pending verification email", async () => {
+    const { body } = await signUp(quiet);
+    const email = body.user.email!;
+    for (let i = 0; i < 2; i++) {
+      expect((await postJson(quiet, '/auth/v0/password-reset', { email })).statusCode).toBe(204);
+      await quiet.app.passwordReset.idle();
+      quiet.clock.advance(61);
+    }
+    const { rows } = await quiet.db.query<{ kind: string; status: string }>('SELECT kind, status FROM email_outbox WHERE recipient = $1 ORDER BY created_at', [email]);
+    expect(rows).toEqual([
+      { kind: 'verification', status: 'pending' },
+      { kind: 'password_reset', status: 'cancelled' },
+      { kind: 'password_reset', status: 'pending' },
+    ]);
+    const { rows: codes } = await quiet.db.query<{ purpose: string; live: boolean }>(
+      'SELECT purpose, (superseded_at IS NULL AND consumed_at IS NULL) AS live FROM verification_codes WHERE email = $1 ORDER BY created_at',
+      [email],
+    );
+    expect(codes).toEqual([
+      { purpose: 'verification', live: true },
+      { purpose: 'password_reset', live: false },
+      { purpose: 'password_reset', live: true },
+    ]);
+  });
+});
