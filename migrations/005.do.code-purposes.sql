@@ -7,7 +7,10 @@ ALTER TABLE verification_codes ADD CONSTRAINT verification_codes_purpose
   CHECK (purpose IN ('verification', 'password_reset', 'email_change'));
 
 -- The live code of a user for one purpose: the lookup of every attempt and the supersession of
--- every new code.
-DROP INDEX IF EXISTS verification_codes_live_idx;
-CREATE INDEX IF NOT EXISTS verification_codes_live_idx ON verification_codes (user_id, purpose, created_at DESC)
+-- every new code. Built under a new name, then the old index (user_id, created_at) is dropped, so
+-- lookups keep an index throughout. IF NOT EXISTS, so an operator of a large database can build
+-- it beforehand with CREATE INDEX CONCURRENTLY under the same name, without the write lock a
+-- build here takes.
+CREATE INDEX IF NOT EXISTS verification_codes_live_purpose_idx ON verification_codes (user_id, purpose, created_at DESC)
   WHERE consumed_at IS NULL AND superseded_at IS NULL;
+DROP INDEX IF EXISTS verification_codes_live_idx;

@@ -82,7 +82,7 @@ declare module 'fastify' {
     keys: KeyStore;
     /** The retention worker (tests call `runOnce()` and `eraseSealedSuccessors()` to purge deterministically). */
     retention: RetentionWorker;
-    /** Password reset (tests call `idle()` to wait for the work a request leaves for after its answer). */
+    /** Password reset (a request's work is the outbox worker's: tests call `outbox.runOnce()`). */
     passwordReset: PasswordResetService;
   }
 }
@@ -163,7 +163,16 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   const hasher = deps.passwordHasher ?? (await createPasswordHasher(config.argon2));
   const transport = deps.mailTransport ?? (config.smtp !== undefined ? createSmtpTransport(config.smtp, { ca: config.smtp.ca }) : createLogTransport(app.log));
   const metrics = deps.metrics ?? createAuthMetrics({ defaultMetrics: true });
-  const outbox = createOutboxWorker({ db, transport, clock, log: app.log, metrics, passwordResetUrl: config.passwordResetUrl });
+  const outbox = createOutboxWorker({
+    db,
+    transport,
+    clock,
+    log: app.log,
+    metrics,
+    passwordResetUrl: config.passwordResetUrl,
+    // Bound late: the service is built below, and the worker only calls it once started.
+    passwordResetRequest: (tx, email) => passwordReset.handleRequest(tx, email),
+  });
   const onEmailQueued = (): void => outbox.nudge();
   const limiter = createRateLimiter({ db, clock, hmacKey: keys.rateLimitHmacKey, log: app.log });
   const rules = rateLimitRules(config.rateLimits);
@@ -186,7 +195,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     onEmailQueued,
   });
   const breachedPasswords = config.passwordBreach.check === 'hibp' ? createBreachedPasswordCheck({ apiUrl: config.passwordBreach.apiUrl, log: app.log }) : undefined;
-  const users = createUsersService({ db, clock, hasher, verification, onEmailQueued, limiter, rules, metrics, breachedPasswords });
+  const users = createUsersService({ db, clock, hasher, verification, codes, onEmailQueued, limiter, rules, metrics, breachedPasswords });
   const accounts = createAccountsService({ db, clock, hasher, limiter, rules, onEmailQueued, metrics });
   const sessions = createSessionsService({ db, clock, hasher, accessTokens, sessionTtlSeconds: config.sessionTtlSeconds, refreshReuseGraceSeconds: config.refreshReuseGraceSeconds, limiter, rules, log: app.log, metrics });
   const retention = createRetentionWorker({
@@ -220,7 +229,6 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   app.addHook('onReady', async () => limiter.start());
   if (deps.startRetentionWorker ?? true) app.addHook('onReady', async () => retention.start());
   app.addHook('onClose', async () => {
-    await passwordReset.idle();
     limiter.stop();
     await retention.stop();
     await outbox.stop();

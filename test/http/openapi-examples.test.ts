@@ -195,7 +195,7 @@ const liveResetCode: Fixture = async (ctx, example) => {
   const { email, code } = example.body as { email: string; code: string };
   await createVerifiedUser(ctx, { email });
   expect((await postJson(ctx, '/auth/v0/password-reset', { email })).statusCode).toBe(204);
-  await ctx.app.passwordReset.idle();
+  await ctx.app.outbox.runOnce();
   const { rows } = await ctx.db.query<{ id: string }>(
     "SELECT id FROM verification_codes WHERE purpose = 'password_reset' AND email = $1 AND consumed_at IS NULL AND superseded_at IS NULL",
     [normalizeEmail(email)],

@@ -54,8 +54,8 @@ async function timedRequest(email: string) {
   const start = process.hrtime.bigint();
   const res = await app.inject({ method: 'POST', url: '/auth/v0/password-reset', payload: { email } });
   const ms = Number(process.hrtime.bigint() - start) / 1e6;
-  // The background work of the request finishes before the next one starts, so it slows neither.
-  await app.passwordReset.idle();
+  // The request's work (the outbox worker's) finishes before the next one starts, so it slows neither.
+  await app.outbox.runOnce();
   return { res, ms };
 }
 

@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createOneTimeCodes } from '../../src/modules/codes/one-time-codes.service.js';
 import { createTestContext, type TestContext } from '../helpers/context.js';
 import type { ReceivedMail } from '../helpers/smtp.js';
 import { createVerifiedUser, latestCode, PASSWORD, postJson, refresh, signIn, signUp, uniqueName, withBearer } from '../helpers/flows.js';
@@ -27,7 +28,6 @@ function resetMails(email: string): ReceivedMail[] {
 
 /** Runs the outbox until `count` reset emails to `email` have arrived; returns the newest one's code and text. */
 async function resetCode(email: string, count = 1): Promise<{ code: string; text: string }> {
-  await ctx.app.passwordReset.idle();
   for (let i = 0; i < 100; i++) {
     await ctx.app.outbox.runOnce();
     const mine = resetMails(email);
@@ -74,15 +74,18 @@ describe('POST /auth/v0/password-reset', () => {
     expect(text).not.toContain('evil.example');
   });
 
-  it('an unknown address: the same 204 and no email, no code, no outbox row', async () => {
+  it('an unknown address: the same 204 and one request row, which the worker marks done with no email and no code', async () => {
     const email = `${uniqueName('nobody')}@example.test`;
     const res = await requestReset(email);
     expect(res.statusCode).toBe(204);
     expect(res.body).toBe('');
-    await ctx.app.passwordReset.idle();
+    await ctx.app.outbox.runOnce();
     await ctx.app.outbox.runOnce();
     expect(ctx.smtp.messages.filter((m) => m.to.includes(email))).toEqual([]);
-    expect((await ctx.db.query('SELECT 1 FROM email_outbox WHERE recipient = $1', [email])).rows).toEqual([]);
+    expect((await ctx.db.query('SELECT kind, status FROM email_outbox WHERE recipient = $1', [email])).rows).toEqual([
+      { kind: 'password_reset_request', status: 'sent' },
+    ]);
+    expect((await ctx.db.query('SELECT 1 FROM verification_codes WHERE email = $1', [email])).rows).toEqual([]);
   });
 
   it('an unverified address also gets a code; the reset marks the email verified and sign-in then works', async () => {
@@ -299,7 +302,6 @@ describe('password reset with the breached-password check (PASSWORD_BREACH_CHECK
   it('a breached new password: 400 auth.password_reset.validation_failed with the reason, and the code stays usable', async () => {
     const user = await createVerifiedUser(breachCtx);
     expect((await postJson(breachCtx, '/auth/v0/password-reset', { email: user.email })).statusCode).toBe(204);
-    await breachCtx.app.passwordReset.idle();
     let code: string | undefined;
     for (let i = 0; i < 100 && code === undefined; i++) {
       await breachCtx.app.outbox.runOnce();
@@ -326,10 +328,14 @@ describe('queued reset emails (outbox worker stopped)', () => {
     const email = body.user.email!;
     for (let i = 0; i < 2; i++) {
       expect((await postJson(quiet, '/auth/v0/password-reset', { email })).statusCode).toBe(204);
-      await quiet.app.passwordReset.idle();
+      // The request's work, as the worker does it, without sending the pending emails.
+      await quiet.db.transaction((tx) => quiet.app.passwordReset.handleRequest(tx, email));
       quiet.clock.advance(61);
     }
-    const { rows } = await quiet.db.query<{ kind: string; status: string }>('SELECT kind, status FROM email_outbox WHERE recipient = $1 ORDER BY created_at', [email]);
+    const { rows } = await quiet.db.query<{ kind: string; status: string }>(
+      "SELECT kind, status FROM email_outbox WHERE recipient = $1 AND kind <> 'password_reset_request' ORDER BY created_at",
+      [email],
+    );
     expect(rows).toEqual([
       { kind: 'verification', status: 'pending' },
       { kind: 'password_reset', status: 'cancelled' },
@@ -343,6 +349,59 @@ describe('queued reset emails (outbox worker stopped)', () => {
       { purpose: 'verification', live: true },
       { purpose: 'password_reset', live: false },
       { purpose: 'password_reset', live: true },
+    ]);
+  });
+
+  it('a request is one durable outbox row holding the address only; a worker round issues the code and queues its email, and marks the request done', async () => {
+    const { body } = await signUp(quiet);
+    const email = body.user.email!;
+    expect((await postJson(quiet, '/auth/v0/password-reset', { email })).statusCode).toBe(204);
+    const queued = await quiet.db.query<{ kind: string; status: string; payload: unknown }>(
+      "SELECT kind, status, payload FROM email_outbox WHERE recipient = $1 AND kind = 'password_reset_request'",
+      [email],
+    );
+    expect(queued.rows).toEqual([{ kind: 'password_reset_request', status: 'pending', payload: {} }]);
+    expect((await quiet.db.query("SELECT 1 FROM verification_codes WHERE email = $1 AND purpose = 'password_reset'", [email])).rows).toEqual([]);
+    await quiet.app.outbox.runOnce();
+    const { rows } = await quiet.db.query<{ kind: string; status: string }>(
+      "SELECT kind, status FROM email_outbox WHERE recipient = $1 AND kind LIKE 'password_reset%' ORDER BY kind",
+      [email],
+    );
+    expect(rows).toEqual([
+      { kind: 'password_reset', status: 'pending' },
+      { kind: 'password_reset_request', status: 'sent' },
+    ]);
+    expect((await quiet.db.query("SELECT 1 FROM verification_codes WHERE email = $1 AND purpose = 'password_reset'", [email])).rows).toHaveLength(1);
+  });
+
+  it('a user deleted between the lookup and the insert: no code, no email, no error, for either purpose', async () => {
+    const { body } = await signUp(quiet);
+    const email = body.user.email!;
+    const { rows } = await quiet.db.query<{ id: string; username: string }>('SELECT id, username FROM users WHERE email = $1', [email]);
+    const user = { id: rows[0]!.id, username: rows[0]!.username, email };
+    await quiet.db.query('DELETE FROM users WHERE id = $1', [user.id]);
+    const codes = createOneTimeCodes({ clock: quiet.clock, codeHmacKey: quiet.app.keys.codeHmacKey });
+    for (const purpose of ['verification', 'password_reset'] as const) {
+      expect(await quiet.db.transaction((tx) => codes.issue(tx, { purpose, user, ttlSeconds: 600 }))).toBe(false);
+    }
+    expect((await quiet.db.query('SELECT 1 FROM verification_codes WHERE email = $1', [email])).rows).toEqual([]);
+    expect((await quiet.db.query("SELECT 1 FROM email_outbox WHERE recipient = $1 AND kind = 'password_reset'", [email])).rows).toEqual([]);
+  });
+
+  it("revoking a purpose's codes also cancels their queued emails to the address", async () => {
+    const { body } = await signUp(quiet);
+    const email = body.user.email!;
+    await quiet.db.transaction((tx) => quiet.app.passwordReset.handleRequest(tx, email));
+    const { rows } = await quiet.db.query<{ id: string }>('SELECT id FROM users WHERE email = $1', [email]);
+    const codes = createOneTimeCodes({ clock: quiet.clock, codeHmacKey: quiet.app.keys.codeHmacKey });
+    expect(await quiet.db.transaction((tx) => codes.revokeAll(tx, 'password_reset', { id: rows[0]!.id, email }))).toBe(1);
+    const outbox = await quiet.db.query<{ kind: string; status: string }>(
+      "SELECT kind, status FROM email_outbox WHERE recipient = $1 AND kind IN ('password_reset', 'verification') ORDER BY created_at",
+      [email],
+    );
+    expect(outbox.rows).toEqual([
+      { kind: 'verification', status: 'pending' },
+      { kind: 'password_reset', status: 'cancelled' },
     ]);
   });
 });

@@ -18,19 +18,29 @@ export interface OneTimeCodeRow {
 }
 
 /**
- * Supersedes every older live code of the user for `purpose` (a new code supersedes older ones,
- * docs/api.md#one-time-codes) and inserts the new one, stored as its HMAC.
+ * Inserts a new code of `purpose` for the user, stored as its HMAC, and supersedes every older
+ * live code of the user for that purpose (a new code supersedes older ones,
+ * docs/api.md#one-time-codes). The insert is guarded: it reads the user row with its address
+ * (`FOR KEY SHARE`, so a deletion waits for this transaction or wins before it) and inserts
+ * nothing when the user was deleted, or changed address, since the caller looked it up.
+ * @returns false when there is no such user any more (nothing changed).
  */
 export async function replaceCode(
   q: Queryable,
   c: { id: string; purpose: CodePurpose; userId: string; email: string; codeHash: string; now: Date; expiresAt: Date },
-): Promise<void> {
-  await supersedeCodes(q, c.purpose, c.userId, c.now);
-  await q.query(
+): Promise<boolean> {
+  const { rowCount } = await q.query(
     `INSERT INTO verification_codes (id, purpose, user_id, email, code_hash, created_at, expires_at)
-     VALUES ($1, $2, $3, $4, $5, $6, $7)`,
+     SELECT $1::uuid, $2::text, id, $4::text, $5::text, $6::timestamptz, $7::timestamptz FROM users WHERE id = $3::uuid AND email = $4::text FOR KEY SHARE`,
     [c.id, c.purpose, c.userId, c.email, c.codeHash, c.now, c.expiresAt],
   );
+  if (rowCount !== 1) return false;
+  await q.query(
+    `UPDATE verification_codes SET superseded_at = $3
+      WHERE user_id = $1 AND purpose = $2 AND consumed_at IS NULL AND superseded_at IS NULL AND id <> $4`,
+    [c.userId, c.purpose, c.now, c.id],
+  );
+  return true;
 }
 
 /**
@@ -78,7 +88,7 @@ export async function recordWrongAttempt(q: Queryable, codeId: string): Promise<
 
 /**
  * Consumes a code once: `UPDATE ... WHERE consumed_at IS NULL` tells the winner of a race
- * from the losers (STYLE habit 4). A code that was superseded or expired meanwhile is not
+ * from the losers. A code that was superseded or expired meanwhile is not
  * consumed.
  * @returns true for the one caller that consumed it.
  */

@@ -27,8 +27,7 @@ export interface OneTimeCodesDeps {
  * One mechanism for the one-time codes of every purpose (docs/api.md#one-time-codes): 6 digits
  * from the CSPRNG, stored only as HMAC-SHA-256 of `<id>:<code>` under a server key, bound to a
  * purpose, valid for a TTL, at most {@link MAX_CODE_ATTEMPTS} wrong tries counted under a row
- * lock, superseded by a newer code of the same purpose, consumed by one guarded UPDATE (STYLE
- * habit 4; OWASP ASVS 5.0 V6.6.3, NIST SP 800-63B-4 §3.1.3). Every function runs inside the
+ * lock, superseded by a newer code of the same purpose, consumed by one guarded UPDATE (OWASP ASVS 5.0 V6.6.3, NIST SP 800-63B-4 §3.1.3). Every function runs inside the
  * caller's transaction.
  */
 export interface OneTimeCodes {
@@ -36,9 +35,11 @@ export interface OneTimeCodes {
    * Issues a code of `purpose` for `user.email`: supersedes the user's older codes of that
    * purpose, cancels their emails still waiting in the outbox (outbox kind = purpose; one being
    * sent right now is made to expire, so a failed attempt is not retried after the newer email),
-   * stores the new code's HMAC and queues its email, so all commit together.
+   * stores the new code's HMAC and queues its email, so all commit together. Does nothing when
+   * the user was deleted (or changed address) since the caller looked it up.
+   * @returns false when there is no such user any more (no code, no email).
    */
-  issue(tx: Queryable, c: { purpose: CodePurpose; user: { id: string; username: string; email: string }; ttlSeconds: number }): Promise<void>;
+  issue(tx: Queryable, c: { purpose: CodePurpose; user: { id: string; username: string; email: string }; ttlSeconds: number }): Promise<boolean>;
   /**
    * Compares `code` with the user's live code of `purpose` for `email`, holding its row lock
    * until `tx` ends: a wrong code counts a try (committed with `tx`), a right one is left live
@@ -47,8 +48,12 @@ export interface OneTimeCodes {
   check(tx: Queryable, c: { purpose: CodePurpose; userId: string; email: string; code: string }): Promise<CodeCheck>;
   /** Consumes a code found right by {@link check}. @returns true for the one caller that consumed it (a race's winner). */
   consume(tx: Queryable, codeId: string): Promise<boolean>;
-  /** Ends every live code of the user for `purpose` (a password change kills outstanding reset codes). */
-  revokeAll(tx: Queryable, purpose: CodePurpose, userId: string): Promise<number>;
+  /**
+   * Ends every live code of the user for `purpose` (a password change kills outstanding reset
+   * codes) and cancels their emails still waiting in the outbox to `user.email` (as {@link issue}).
+   * @returns how many codes it ended.
+   */
+  revokeAll(tx: Queryable, purpose: CodePurpose, user: { id: string; email: string | null }): Promise<number>;
 }
 
 /** Builds {@link OneTimeCodes} over the clock and the HMAC key. */
@@ -61,9 +66,10 @@ export function createOneTimeCodes(deps: OneTimeCodesDeps): OneTimeCodes {
       const code = newVerificationCode();
       const id = randomUUID();
       const expiresAt = new Date(now.getTime() + ttlSeconds * 1000);
-      await replaceCode(tx, { id, purpose, userId: user.id, email: user.email, codeHash: hashCode(id, code), now, expiresAt });
+      if (!(await replaceCode(tx, { id, purpose, userId: user.id, email: user.email, codeHash: hashCode(id, code), now, expiresAt }))) return false;
       await cancelPendingEmails(tx, { kind: purpose, recipient: user.email, reason: 'superseded by a newer code', now });
       await enqueueEmail(tx, { id: randomUUID(), kind: purpose, recipient: user.email, payload: { username: user.username, code }, now, expiresAt });
+      return true;
     },
 
     async check(tx, { purpose, userId, email, code }) {
@@ -79,6 +85,11 @@ export function createOneTimeCodes(deps: OneTimeCodesDeps): OneTimeCodes {
 
     consume: (tx, codeId) => consumeCode(tx, codeId, clock.now()),
 
-    revokeAll: (tx, purpose, userId) => supersedeCodes(tx, purpose, userId, clock.now()),
+    async revokeAll(tx, purpose, user) {
+      const now = clock.now();
+      const ended = await supersedeCodes(tx, purpose, user.id, now);
+      if (user.email !== null) await cancelPendingEmails(tx, { kind: purpose, recipient: user.email, reason: 'its code was revoked', now });
+      return ended;
+    },
   };
 }

@@ -23,8 +23,15 @@ export interface SecurityNoticePayload {
 /** The kinds of outbox rows that carry a one-time code: one per code purpose (src/modules/codes/). */
 export type CodeEmailKind = 'verification' | 'password_reset';
 
-/** The kinds of outbox rows: a verification code, or a security notice. */
-export type OutboxKind = CodeEmailKind | 'notice';
+/**
+ * A password-reset request waiting for its work (no email of its own): the worker looks the
+ * recipient up and, for a known user, issues the reset code and queues its email in one
+ * transaction; for an unknown address it only marks the row done. The row holds the address only.
+ */
+export type PasswordResetRequestKind = 'password_reset_request';
+
+/** The kinds of outbox rows: a verification code, a security notice, or a password-reset request. */
+export type OutboxKind = CodeEmailKind | 'notice' | PasswordResetRequestKind;
 
 /** Outbox row status (docs/decisions.md#email-outbox). */
 export type OutboxStatus = 'pending' | 'sent' | 'dead' | 'cancelled';
@@ -32,7 +39,8 @@ export type OutboxStatus = 'pending' | 'sent' | 'dead' | 'cancelled';
 /** A row claimed by a worker under a lease. */
 export type ClaimedEmail =
   | { id: string; kind: CodeEmailKind; recipient: string; payload: VerificationEmailPayload; attempts: number; expires_at: Date | null }
-  | { id: string; kind: 'notice'; recipient: string; payload: SecurityNoticePayload; attempts: number; expires_at: Date | null };
+  | { id: string; kind: 'notice'; recipient: string; payload: SecurityNoticePayload; attempts: number; expires_at: Date | null }
+  | { id: string; kind: PasswordResetRequestKind; recipient: string; payload: Record<string, never>; attempts: number; expires_at: Date | null };
 
 /**
  * Queues an email. Call it inside the transaction that creates what the email announces,
@@ -41,7 +49,11 @@ export type ClaimedEmail =
  */
 export async function enqueueEmail(
   q: Queryable,
-  e: ({ kind: CodeEmailKind; payload: VerificationEmailPayload } | { kind: 'notice'; payload: SecurityNoticePayload }) & {
+  e: (
+    | { kind: CodeEmailKind; payload: VerificationEmailPayload }
+    | { kind: 'notice'; payload: SecurityNoticePayload }
+    | { kind: PasswordResetRequestKind; payload: Record<string, never> }
+  ) & {
     id: string;
     recipient: string;
     now: Date;
@@ -78,13 +90,17 @@ export async function claimDueEmails(
   return rows;
 }
 
-/** Records a delivery (`attempts + 1`) and drops the code from the payload. Only the lease holder may. */
-export async function markSent(q: Queryable, id: string, owner: string, now: Date): Promise<void> {
-  await q.query(
+/**
+ * Records a delivery (`attempts + 1`) and drops the code from the payload. Only the lease holder may.
+ * @returns false when `owner` no longer holds the row's lease (nothing changed).
+ */
+export async function markSent(q: Queryable, id: string, owner: string, now: Date): Promise<boolean> {
+  const { rowCount } = await q.query(
     `UPDATE email_outbox SET status = 'sent', attempts = attempts + 1, sent_at = $3, payload = payload - 'code', lease_owner = NULL, lease_expires_at = NULL
       WHERE id = $1 AND lease_owner = $2`,
     [id, owner, now],
   );
+  return rowCount === 1;
 }
 
 /**

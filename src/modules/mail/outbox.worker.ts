@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { FastifyBaseLogger } from 'fastify';
 import type { Clock } from '../../clock.js';
-import type { Db } from '../../db/db.js';
+import type { Db, Queryable } from '../../db/db.js';
 import { createAuthMetrics, type AuthMetrics } from '../../metrics.js';
 import { passwordResetEmail, passwordResetLink, securityNoticeEmail, verificationEmail } from './mail.templates.js';
 import { MailSendError, type MailTransport } from './mail.transport.js';
@@ -41,7 +41,7 @@ export function retryDelayMs(attempt: number, random: () => number = Math.random
  * "What to send" for a claimed row: a notice from its stated facts, a verification email from its
  * code; undefined for a verification row whose code was dropped (it can no longer be sent).
  */
-function contentOf(row: ClaimedEmail, now: Date, passwordResetUrl: string | undefined): { subject: string; text: string } | undefined {
+function contentOf(row: Exclude<ClaimedEmail, { kind: 'password_reset_request' }>, now: Date, passwordResetUrl: string | undefined): { subject: string; text: string } | undefined {
   if (row.kind === 'notice') {
     const p = row.payload;
     return securityNoticeEmail({ kind: p.notice, username: p.username, at: new Date(p.at), ip: p.ip, userAgent: p.user_agent });
@@ -89,6 +89,12 @@ export interface OutboxWorkerDeps {
   readonly metrics?: AuthMetrics;
   /** PASSWORD_RESET_URL: reset emails also carry a link to it; undefined: the code only. */
   readonly passwordResetUrl?: string | undefined;
+  /**
+   * The work of a `password_reset_request` row, inside the worker's transaction `tx` (which then
+   * marks the row sent): for a known address, issue the reset code and queue its email; for an
+   * unknown one, nothing. Undefined: such rows fail like a failed send (retried, then dead).
+   */
+  readonly passwordResetRequest?: ((tx: Queryable, email: string) => Promise<void>) | undefined;
 }
 
 /**
@@ -106,10 +112,47 @@ export function createOutboxWorker(deps: OutboxWorkerDeps): OutboxWorker {
   let again = false;
   let stopped = true;
 
+  /** Records a failed attempt of `row`: a retry with backoff, or dead. */
+  const failed = async (row: ClaimedEmail, err: unknown): Promise<void> => {
+    const attempt = row.attempts + 1;
+    const permanent = err instanceof MailSendError && err.permanent;
+    const dead = permanent || attempt >= MAX_SEND_ATTEMPTS;
+    const error = err instanceof Error ? err.message : String(err);
+    const retryAt = dead ? null : new Date(clock.now().getTime() + retryDelayMs(attempt));
+    metrics.emailFailed(dead ? 'dead' : 'retry');
+    await markFailed(db, row.id, owner, { error, retryAt });
+    log.warn({ outboxId: row.id, attempts: attempt, dead, error }, dead ? 'email dead' : 'email send failed; will retry');
+  };
+
+  /**
+   * A password-reset request: its work and the row's `sent` commit in one transaction, so a
+   * crash or a database error leaves the row pending for a retry (never a half-done request).
+   * Logs the row id only, never the address or a code.
+   */
+  const handleResetRequest = async (row: ClaimedEmail): Promise<void> => {
+    try {
+      const handler = deps.passwordResetRequest;
+      if (handler === undefined) throw new Error('no handler for password-reset requests');
+      await db.transaction(async (tx) => {
+        await handler(tx, row.recipient);
+        if (!(await markSent(tx, row.id, owner, clock.now()))) throw new Error('lease lost');
+      });
+    } catch (err) {
+      await failed(row, err);
+      return;
+    }
+    again = true;
+    log.info({ outboxId: row.id }, 'password-reset request done');
+  };
+
   const deliver = async (row: ClaimedEmail): Promise<void> => {
     const now = clock.now();
     if (row.expires_at !== null && row.expires_at <= now) {
       await markCancelled(db, row.id, owner, 'expired before delivery');
+      return;
+    }
+    if (row.kind === 'password_reset_request') {
+      await handleResetRequest(row);
       return;
     }
     const content = contentOf(row, now, deps.passwordResetUrl);
@@ -120,14 +163,7 @@ export function createOutboxWorker(deps: OutboxWorkerDeps): OutboxWorker {
     try {
       await transport.send({ messageId: `<${row.id}@latchkey>`, to: row.recipient, ...content });
     } catch (err) {
-      const attempt = row.attempts + 1;
-      const permanent = err instanceof MailSendError && err.permanent;
-      const dead = permanent || attempt >= MAX_SEND_ATTEMPTS;
-      const error = err instanceof Error ? err.message : String(err);
-      const retryAt = dead ? null : new Date(clock.now().getTime() + retryDelayMs(attempt));
-      metrics.emailFailed(dead ? 'dead' : 'retry');
-      await markFailed(db, row.id, owner, { error, retryAt });
-      log.warn({ outboxId: row.id, attempts: attempt, dead, error }, dead ? 'email dead' : 'email send failed; will retry');
+      await failed(row, err);
       return;
     }
     // Outside the try: if recording fails after a successful send, the lease runs out and the

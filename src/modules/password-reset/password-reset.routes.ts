@@ -23,12 +23,9 @@ export function passwordResetRoutes(deps: { passwordReset: PasswordResetService 
         },
       },
       async (request, reply) => {
-        const startWork = await passwordReset.request(normalizeEmail(request.body.email), { ip: request.ip, userAgent: request.headers['user-agent'] ?? null });
-        // The lookup and the code start once the answer is out, on a later turn of the event loop,
-        // so a known address is answered as fast as an unknown one (docs/api.md#request-a-password-reset).
-        const later = (): void => void setImmediate(startWork);
-        reply.raw.once('finish', later);
-        reply.raw.once('close', later);
+        // One durable row per well-formed address; the lookup and the code are the outbox worker's
+        // (docs/api.md#request-a-password-reset).
+        await passwordReset.request(normalizeEmail(request.body.email), { ip: request.ip, userAgent: request.headers['user-agent'] ?? null });
         return reply.code(204).send(null);
       },
     );

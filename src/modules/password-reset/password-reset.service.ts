@@ -1,19 +1,21 @@
 import type { FastifyBaseLogger } from 'fastify';
 import type { Clock } from '../../clock.js';
-import type { Db } from '../../db/db.js';
+import { randomUUID } from 'node:crypto';
+import type { Db, Queryable } from '../../db/db.js';
 import { AppError, type ErrorCode } from '../../errors.js';
 import type { AuthMetrics } from '../../metrics.js';
 import { normalizePassword, type PasswordHasher } from '../../crypto/password.js';
 import { securityEvent } from '../audit/security-events.js';
 import type { OneTimeCodes } from '../codes/one-time-codes.service.js';
 import { queueSecurityNotice, type NoticeClient } from '../mail/notices.js';
+import { enqueueEmail } from '../mail/outbox.repo.js';
 import { UNKNOWN_CLIENT } from '../rate-limits/client-network.js';
 import type { RateLimitRules } from '../rate-limits/rate-limits.rules.js';
 import type { RateLimiter } from '../rate-limits/rate-limits.service.js';
 import { revokeAllSessions } from '../sessions/sessions.repo.js';
 import type { BreachedPasswordCheck } from '../users/breached-passwords.js';
 import { checkPassword, SERVICE_NAME } from '../users/password-policy.js';
-import { findUserByEmail, markEmailVerified, setPasswordHash } from '../users/users.repo.js';
+import { findUserByEmail, lockUser, markEmailVerified, setPasswordHash } from '../users/users.repo.js';
 
 /** The user id an unknown address is checked under: no user has it, so the lookup finds no code. */
 const NO_USER_ID = '00000000-0000-0000-0000-000000000000';
@@ -44,19 +46,24 @@ export type ResetClient = NoticeClient;
 export interface PasswordResetService {
   /**
    * Asks for a reset code for `email` (already normalised). Resolves (204) for every address,
-   * known or not, verified or not, after the same work: the rate limits only. The lookup of the
-   * user and, for a known one, the new code (superseding older reset codes and cancelling their
-   * queued emails) and its email are left for after the answer: they start when the caller calls
-   * the returned function (the route does once the response is sent; {@link idle} starts and
-   * waits for them), so the answer's timing cannot tell who has an account (OWASP ASVS 5.0
-   * V6.3.8). Errors of that work are logged, never answered.
-   * @returns the function that starts the work (idempotent).
+   * known or not, verified or not, after the same work: the rate limits and one insert, a
+   * `password_reset_request` row of the email outbox holding the address. The lookup of the user
+   * and, for a known one, the new code (superseding older reset codes and cancelling their
+   * queued emails) and its email are the outbox worker's ({@link handleRequest}), so the answer's
+   * timing cannot tell who has an account (OWASP ASVS 5.0 V6.3.8), and the request survives a
+   * crash or a database error (the worker's retries apply).
    * @throws AppError `auth.password_reset.rate_limited` (429, body code
    *   `auth.password_reset.too_many_attempts`, Retry-After) when the client is over
    *   RATE_LIMIT_PASSWORD_RESET_PER_IP requests this hour (counted first, so such a client does
    *   not also use up the address's request), or on a second request for the address within 60 s.
    */
-  request(email: string, client: ResetClient): Promise<() => void>;
+  request(email: string, client: ResetClient): Promise<void>;
+  /**
+   * The work of a queued request, inside the outbox worker's transaction `tx`: for a known
+   * address, issues the reset code and queues its email; for an unknown address, or a user
+   * deleted meanwhile, nothing.
+   */
+  handleRequest(tx: Queryable, email: string): Promise<void>;
   /**
    * Sets a new password with a reset code. The code is checked first (under its row lock; a
    * wrong one counts one of its 5 tries), then the password policy (a refused password leaves
@@ -71,24 +78,11 @@ export interface PasswordResetService {
    *   `auth.password_reset.rate_limited` (429, Retry-After).
    */
   confirm(input: { email: string; code: string; newPassword: string }, client: ResetClient): Promise<void>;
-  /** Starts every request's work left for after the answer and resolves when all of it has finished (tests, shutdown). */
-  idle(): Promise<void>;
 }
 
 /** Builds the {@link PasswordResetService}. */
 export function createPasswordResetService(deps: PasswordResetDeps): PasswordResetService {
   const { db, clock, hasher, codes, limiter, rules, log, metrics, codeTtlSeconds, onEmailQueued } = deps;
-  const inFlight = new Set<Promise<void>>();
-  const waiting = new Set<() => void>();
-
-  /** The work a request leaves for after its answer: a code and its email for a known address. */
-  const issueFor = async (email: string): Promise<void> => {
-    const user = await findUserByEmail(db, email);
-    if (user === undefined || user.email === null) return;
-    const target = { id: user.id, username: user.username, email: user.email };
-    await db.transaction((tx) => codes.issue(tx, { purpose: 'password_reset', user: target, ttlSeconds: codeTtlSeconds }));
-    onEmailQueued();
-  };
 
   const rateLimited = (retryAfterSeconds: number): AppError =>
     new AppError('auth.password_reset.rate_limited', { headers: { 'retry-after': String(retryAfterSeconds) } });
@@ -105,18 +99,24 @@ export function createPasswordResetService(deps: PasswordResetDeps): PasswordRes
         throw rateLimited(verdict.retryAfterSeconds);
       }
       metrics.passwordReset('requested');
-      let start!: () => void;
-      const go = new Promise<void>((resolve) => (start = resolve));
-      waiting.add(start);
-      const task: Promise<void> = go
-        .then(() => issueFor(email))
-        .catch((err: unknown) => log.error({ err }, 'password reset: issuing the code failed'))
-        .finally(() => inFlight.delete(task));
-      inFlight.add(task);
-      return () => {
-        waiting.delete(start);
-        start();
-      };
+      // One durable row for every address, known or not: the same statement either way.
+      const now = clock.now();
+      await enqueueEmail(db, {
+        id: randomUUID(),
+        kind: 'password_reset_request',
+        recipient: email,
+        payload: {},
+        now,
+        expiresAt: new Date(now.getTime() + codeTtlSeconds * 1000),
+      });
+      onEmailQueued();
+    },
+
+    async handleRequest(tx, email) {
+      const user = await findUserByEmail(tx, email);
+      if (user === undefined || user.email === null) return;
+      const target = { id: user.id, username: user.username, email: user.email };
+      await codes.issue(tx, { purpose: 'password_reset', user: target, ttlSeconds: codeTtlSeconds });
     },
 
     async confirm(input, client) {
@@ -151,14 +151,16 @@ export function createPasswordResetService(deps: PasswordResetDeps): PasswordRes
         await limiter.forgive(rules.passwordResetConfirmPerIp, ip);
         throw new AppError('auth.password_reset.validation_failed', { message: refused.reason });
       }
-      // argon2id outside any transaction (STYLE habit 3).
+      // argon2id outside any transaction.
       const newHash = await hasher.hash(newPassword);
       const now = clock.now();
       const revoked = await db.transaction(async (tx) => {
+        // The user row first, then the code: the order of change-password and account deletion.
+        if (!(await lockUser(tx, user.id))) return undefined;
         if (!(await codes.consume(tx, checked.codeId))) return undefined;
         await setPasswordHash(tx, user.id, newHash, now);
         const count = await revokeAllSessions(tx, user.id, 'password_reset', now);
-        await codes.revokeAll(tx, 'password_reset', user.id);
+        await codes.revokeAll(tx, 'password_reset', { id: user.id, email });
         await markEmailVerified(tx, user.id, email, now);
         await queueSecurityNotice(tx, { kind: 'password_reset', recipient: email, username: user.username, at: now, client });
         return count;
@@ -171,10 +173,5 @@ export function createPasswordResetService(deps: PasswordResetDeps): PasswordRes
       securityEvent(log, 'password.reset', { userId: user.id, ip: client.ip, count: revoked });
     },
 
-    async idle() {
-      for (const start of waiting) start();
-      waiting.clear();
-      while (inFlight.size > 0) await Promise.all([...inFlight]);
-    },
   };
 }

@@ -85,6 +85,16 @@ export async function findUserByEmail(q: Queryable, email: string): Promise<User
   return rows[0];
 }
 
+/**
+ * Locks the user row `FOR UPDATE` until the transaction ends. Transactions that change a user
+ * and its codes take the user row first, then the codes, so they never deadlock one another.
+ * @returns false when there is no such user.
+ */
+export async function lockUser(q: Queryable, id: string): Promise<boolean> {
+  const { rows } = await q.query('SELECT 1 FROM users WHERE id = $1 FOR UPDATE', [id]);
+  return rows.length === 1;
+}
+
 /** The user with this id, or undefined. */
 export async function findUserById(q: Queryable, id: string): Promise<UserRow | undefined> {
   const { rows } = await q.query<UserRow>(`SELECT ${USER_COLUMNS} FROM users WHERE id = $1`, [id]);

@@ -6,7 +6,7 @@ import { createAuthMetrics, type AuthMetrics } from '../../metrics.js';
 import { normalizePassword, type PasswordHasher } from '../../crypto/password.js';
 import { queueSecurityNotice, type NoticeClient } from '../mail/notices.js';
 import { revokeAllSessions } from '../sessions/sessions.repo.js';
-import { supersedeCodes } from '../codes/one-time-codes.repo.js';
+import type { OneTimeCodes } from '../codes/one-time-codes.service.js';
 import type { VerificationService } from '../verification/verification.service.js';
 import { normalizeEmail, normalizePhone, normalizeUsername } from './identifiers.js';
 import type { BreachedPasswordCheck } from './breached-passwords.js';
@@ -29,6 +29,8 @@ export interface UsersDeps {
   readonly clock: Clock;
   readonly hasher: PasswordHasher;
   readonly verification: VerificationService;
+  /** The one-time codes: a password change ends the outstanding reset codes and their queued emails. */
+  readonly codes: OneTimeCodes;
   readonly onEmailQueued: () => void;
   readonly limiter: RateLimiter;
   readonly rules: Pick<RateLimitRules, 'changePasswordPerUser'>;
@@ -77,7 +79,7 @@ export function noticeAddress(user: Pick<UserRow, 'email' | 'is_email_verified'>
 
 /** Builds the {@link UsersService}: sign-up and password change over the database, hasher and verification service. */
 export function createUsersService(deps: UsersDeps): UsersService {
-  const { db, clock, hasher, verification, onEmailQueued, limiter, rules } = deps;
+  const { db, clock, hasher, verification, codes, onEmailQueued, limiter, rules } = deps;
   const metrics = deps.metrics ?? createAuthMetrics();
   const policy = { breached: deps.breachedPasswords };
   return {
@@ -135,7 +137,7 @@ export function createUsersService(deps: UsersDeps): UsersService {
         if (!replaced) throw new AppError('auth.invalid_current_password');
         const count = await revokeAllSessions(tx, user.id, 'password_changed', now);
         // A reset code issued before the change must not undo it (docs/api.md#change-password).
-        await supersedeCodes(tx, 'password_reset', user.id, now);
+        await codes.revokeAll(tx, 'password_reset', { id: user.id, email: user.email });
         const address = noticeAddress(user);
         if (address !== null) {
           await queueSecurityNotice(tx, { kind: 'password_changed', recipient: address, username: user.username, at: now, client });

@@ -31,9 +31,10 @@ export interface VerificationService {
    * Inside the caller's transaction: supersedes the user's older codes, cancels their emails
    * still waiting in the outbox (one being sent right now is left to finish), stores a new code
    * (HMAC at rest) and queues its email, so all commit together and a superseded code's email is
-   * never sent after the newer one's.
+   * never sent after the newer one's. Nothing happens when the user was deleted since the lookup.
+   * @returns false when there is no such user any more.
    */
-  issueCode(tx: Queryable, user: Pick<UserRow, 'id' | 'username'> & { email: string }): Promise<void>;
+  issueCode(tx: Queryable, user: Pick<UserRow, 'id' | 'username'> & { email: string }): Promise<boolean>;
   /**
    * Verifies `email` with `code` (already normalised). Resolves when the email is verified now
    * or was already (204). Attempts on one code are serialised by a row lock; at most
@@ -115,8 +116,8 @@ export function createVerificationService(deps: VerificationDeps): VerificationS
       const user = await findUserByEmail(db, email);
       if (user === undefined || user.is_email_verified || user.email === null) return;
       const target = { id: user.id, username: user.username, email: user.email };
-      await db.transaction((tx) => issueCode(tx, target));
-      onEmailQueued();
+      // A user deleted since the lookup: no code, and the same 204 as an unknown address.
+      if (await db.transaction((tx) => issueCode(tx, target))) onEmailQueued();
     },
   };
 }
