@@ -64,9 +64,9 @@ describe('latchkey users delete', () => {
     const { body } = await signUp(ctx);
     const res = await run(['delete', `--user=${body.user.id.toUpperCase()}`], ctx);
     expect(res).toMatchObject({ code: 0, stdout: `Deleted ${body.user.username} (${body.user.id}).\n` });
-    // Its verification email was cancelled, and nothing else is queued to it.
+    // Its verification email was cancelled and deleted with the finished rows, and nothing else is queued to it.
     const { rows } = await ctx.db.query<{ kind: string; status: string }>('SELECT kind, status FROM email_outbox WHERE recipient = $1', [body.user.email]);
-    expect(rows).toEqual([{ kind: 'verification', status: 'cancelled' }]);
+    expect(rows).toEqual([]);
   });
 
   it('an unknown user exits 1 and deletes nothing', async () => {

@@ -5,7 +5,7 @@ import type { RetentionSettings } from '../../src/config.js';
 import { createAuthMetrics } from '../../src/metrics.js';
 import { deleteExpiredUnverifiedUsers } from '../../src/modules/accounts/accounts.repo.js';
 import { purgeInBatches } from '../../src/modules/retention/batches.js';
-import { createRetentionWorker, type RetentionWorkerDeps } from '../../src/modules/retention/retention.worker.js';
+import { createRetentionWorker, EXPIRED_UNVERIFIED_REASON, type RetentionWorkerDeps } from '../../src/modules/retention/retention.worker.js';
 import { TestClock } from '../helpers/clock.js';
 import { createTestDatabase, type TestDatabase } from '../helpers/database.js';
 
@@ -86,6 +86,36 @@ describe('unverified accounts expire', () => {
     expect((await worker().runOnce()).unverifiedUsers).toBe(0);
     expect(await exists('users', atCutoff)).toBe(true);
     await database.db.query('DELETE FROM users WHERE id = $1', [atCutoff]);
+  });
+
+  it('cancels, in the same transaction, the emails still queued to the deleted users\' addresses (a code, a password-reset request); keeps those to kept users', async () => {
+    const expired = await insertUser({ createdAt: secondsAgo(TTL + 1) });
+    const young = await insertUser({ createdAt: secondsAgo(TTL - 1) });
+    const emailOf = async (id: string) => (await database.db.query<{ email: string }>('SELECT email FROM users WHERE id = $1', [id])).rows[0]!.email;
+    const expiredEmail = await emailOf(expired);
+    const youngEmail = await emailOf(young);
+    // Queued near the deadline: neither has expired yet.
+    const queue = async (kind: string, recipient: string, payload: object) =>
+      database.db.query(
+        `INSERT INTO email_outbox (id, kind, recipient, payload, created_at, next_attempt_at, expires_at) VALUES ($1, $2, $3, $4, $5, $5, $6)`,
+        [randomUUID(), kind, recipient, JSON.stringify(payload), secondsAgo(60), new Date(T0.getTime() + 600_000)],
+      );
+    await queue('verification', expiredEmail, { code: '123456', username: 'x' });
+    await queue('password_reset_request', expiredEmail, {});
+    await queue('verification', youngEmail, { code: '654321', username: 'y' });
+
+    expect((await worker().runOnce()).unverifiedUsers).toBe(1);
+    expect(await exists('users', expired)).toBe(false);
+    const rowsTo = async (to: string) =>
+      (await database.db.query<{ status: string; last_error: string | null; has_code: boolean }>(
+        `SELECT status, last_error, payload ? 'code' AS has_code FROM email_outbox WHERE recipient = $1 ORDER BY kind`, [to])).rows;
+    expect(await rowsTo(expiredEmail)).toEqual([
+      { status: 'cancelled', last_error: EXPIRED_UNVERIFIED_REASON, has_code: false },
+      { status: 'cancelled', last_error: EXPIRED_UNVERIFIED_REASON, has_code: false },
+    ]);
+    expect(await rowsTo(youngEmail)).toEqual([{ status: 'pending', last_error: null, has_code: true }]);
+    await database.db.query('DELETE FROM email_outbox WHERE recipient = ANY($1::text[])', [[expiredEmail, youngEmail]]);
+    await database.db.query('DELETE FROM users WHERE id = $1', [young]);
   });
 
   it('without the setting (undefined) deletes no user', async () => {

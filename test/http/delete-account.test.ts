@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import type { LightMyRequestResponse } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestContext, type TestContext } from '../helpers/context.js';
@@ -81,7 +82,7 @@ describe('delete-account succeeds', () => {
     expect(again.body.user.id).not.toBe(user.id);
   });
 
-  it('cancels the emails queued to the address and not yet sent; the account_deleted notice is delivered, with no secret and no link', async () => {
+  it('cancels the emails queued to the address and not yet sent and deletes them; the account_deleted notice is delivered, with no secret and no link', async () => {
     const user = await createVerifiedUser(ctx);
     const s = await signIn(ctx, { username: user.username, password: user.password }, { 'user-agent': 'DeleteTest/2.0' });
     // A resend would send nothing to a verified address: queue a notice (a password change) and keep it unsent.
@@ -96,10 +97,8 @@ describe('delete-account succeeds', () => {
       `SELECT status, payload->>'notice' AS notice, payload FROM email_outbox WHERE recipient = $1 AND kind = 'notice' ORDER BY notice`,
       [user.email],
     );
-    expect(rows.map((r) => [r.notice, r.status])).toEqual([
-      ['account_deleted', 'pending'],
-      ['password_changed', 'cancelled'],
-    ]);
+    // The unsent password_changed notice was cancelled, then deleted with the finished rows.
+    expect(rows.map((r) => [r.notice, r.status])).toEqual([['account_deleted', 'pending']]);
     expect(JSON.stringify(rows[0]!.payload)).not.toContain(user.id);
 
     const mails = await mailsTo(ctx, user.email, before + 1);
@@ -110,11 +109,44 @@ describe('delete-account succeeds', () => {
     expect(text).toContain('DeleteTest/2.0');
     expect(text).toMatch(/When: \d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2} UTC/);
     expect(text).toContain('If you did not do this');
+    // It claims only what was deleted, and says what is kept.
+    expect(text).not.toContain('everything');
+    expect(text).toContain('The service keeps this notice');
     for (const secret of [user.password, newPassword, s2.accessToken, s2.refreshToken]) expect(text).not.toContain(secret);
     expect(text).not.toMatch(/https?:\/\//);
     // Nothing else arrives: the cancelled notice is never sent.
     await ctx.app.outbox.runOnce();
     expect(ctx.smtp.messages.filter((m) => m.to.includes(user.email))).toHaveLength(before + 1);
+  });
+
+  it('deletes the finished emails to the address and the account\'s sign_in_account rate-limit row; keeps other addresses\' emails and other users\' rows', async () => {
+    const user = await createVerifiedUser(ctx);
+    const other = await createVerifiedUser(ctx);
+    // A window of failed sign-ins counted against each account (sign_in_account:<user id>).
+    for (const u of [user, other]) {
+      await ctx.db.query('INSERT INTO rate_limits (key, window_start, hits) VALUES ($1, now(), 1)', [`sign_in_account:${u.id}`]);
+    }
+    const limitRows = async (id: string) =>
+      (await ctx.db.query<{ n: number }>('SELECT count(*)::int AS n FROM rate_limits WHERE key = $1', [`sign_in_account:${id}`])).rows[0]!.n;
+    expect(await limitRows(user.id)).toBe(1);
+    await ctx.app.outbox.runOnce();
+    const mail = async (to: string) =>
+      (await ctx.db.query<{ kind: string; status: string }>('SELECT kind, status FROM email_outbox WHERE recipient = $1 ORDER BY created_at', [to])).rows;
+    expect(await mail(user.email)).toEqual([{ kind: 'verification', status: 'sent' }]);
+    // A dead row too (an earlier notice the outbox gave up on).
+    await ctx.db.query(
+      `INSERT INTO email_outbox (id, kind, recipient, payload, status, attempts, next_attempt_at, created_at)
+       VALUES ($1, 'notice', $2, '{}'::jsonb, 'dead', 10, now(), now())`,
+      [randomUUID(), user.email],
+    );
+
+    const s = await signIn(ctx, { username: user.username, password: user.password });
+    expect((await deleteAccount(s.accessToken, { password: user.password })).statusCode).toBe(204);
+
+    expect(await limitRows(user.id)).toBe(0);
+    expect(await limitRows(other.id)).toBe(1);
+    expect(await mail(user.email)).toEqual([{ kind: 'notice', status: 'pending' }]);
+    expect(await mail(other.email)).toEqual([{ kind: 'verification', status: 'sent' }]);
   });
 
   it('a phone-only user is deleted with no email queued', async () => {

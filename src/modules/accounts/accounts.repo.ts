@@ -1,4 +1,5 @@
 import type { Queryable } from '../../db/db.js';
+import { ACCOUNT_RULE_NAMES } from '../rate-limits/rate-limits.rules.js';
 
 /** What is left of a deleted user: what the deletion notice and the cancelled emails need. */
 export interface DeletedUser {
@@ -12,18 +13,70 @@ export interface DeletedUser {
  * Hard-deletes the user `userId` and, through the foreign keys' `ON DELETE CASCADE`, every row
  * that belongs to it: its one-time codes, devices, sessions and their refresh tokens (migration
  * 001). With `expectedHash`, only while the password hash is still that one: a password changed
- * since the caller checked it makes the deletion a no-op. A refresh or sign-in of the user that
- * holds a lock on one of those rows makes the deletion wait for it to commit, and its new rows
- * go too. Its username, email and phone are free again as soon as this commits.
+ * since the caller checked it makes the deletion a no-op. Run it inside a transaction (`q` an
+ * open one): the locks it takes first are held until that transaction ends.
+ *
+ * Lock order: the user's row first (`FOR UPDATE`, guarded by the hash; a sign-in that is creating
+ * a session holds a key-share lock on it, so the deletion waits for that sign-in to commit, and a
+ * later one waits for the deletion), then every refresh token of its sessions, then the sessions,
+ * then the `DELETE`. A refresh locks its token and then the token's session
+ * (src/modules/sessions/refresh-tokens.repo.ts); the cascade alone would take the sessions before
+ * their tokens, the opposite order, and deadlock with a refresh holding a token and waiting for
+ * its session. The tokens are locked again until no new one appears: a refresh the deletion
+ * waited for may have committed a successor its first scan did not see, and any later token is
+ * inserted by a refresh that must first lock one of the tokens held here.
+ * Its username, email and phone are free again as soon as this commits.
  * @returns the deleted user, or undefined when nothing matched (already deleted, or the hash changed).
  */
 export async function deleteUser(q: Queryable, userId: string, guard: { expectedHash?: string | undefined } = {}): Promise<DeletedUser | undefined> {
-  const { rows } = await q.query<DeletedUser>(
-    `DELETE FROM users WHERE id = $1 AND ($2::text IS NULL OR password_hash = $2)
-      RETURNING id, username, email, is_email_verified`,
+  const locked = await q.query(
+    'SELECT id FROM users WHERE id = $1 AND ($2::text IS NULL OR password_hash = $2) FOR UPDATE',
     [userId, guard.expectedHash ?? null],
   );
+  if (locked.rows.length === 0) return undefined;
+  let tokens = -1;
+  for (;;) {
+    const { rows } = await q.query(
+      `SELECT rt.id FROM refresh_tokens rt
+        WHERE rt.session_id IN (SELECT s.id FROM sessions s WHERE s.user_id = $1)
+        FOR UPDATE OF rt`,
+      [userId],
+    );
+    if (rows.length === tokens) break;
+    tokens = rows.length;
+  }
+  await q.query('SELECT id FROM sessions WHERE user_id = $1 FOR UPDATE', [userId]);
+  const { rows } = await q.query<DeletedUser>(
+    'DELETE FROM users WHERE id = $1 RETURNING id, username, email, is_email_verified',
+    [userId],
+  );
   return rows[0];
+}
+
+/**
+ * Deletes the finished outbox rows to `recipient` (sent, cancelled and dead: each holds the
+ * address, and a notice also the username, IP address and user agent), in the deleting
+ * transaction, after the pending ones were cancelled. A row being sent right now stays pending
+ * until its attempt ends, then the retention worker deletes it. Scans the finished rows (no
+ * recipient index covers them); an account is deleted rarely.
+ * @returns how many rows were deleted.
+ */
+export async function deleteFinishedEmailsTo(q: Queryable, recipient: string): Promise<number> {
+  const { rowCount } = await q.query(
+    `DELETE FROM email_outbox WHERE recipient = $1 AND status IN ('sent', 'cancelled', 'dead')`,
+    [recipient],
+  );
+  return rowCount ?? 0;
+}
+
+/**
+ * Deletes the rate-limit windows counted against the account `userId`: the keys
+ * `<rule name>:<user id>` of the rules counted per account ({@link ACCOUNT_RULE_NAMES}).
+ * @returns how many rows were deleted.
+ */
+export async function deleteAccountRateLimits(q: Queryable, userId: string): Promise<number> {
+  const { rowCount } = await q.query('DELETE FROM rate_limits WHERE key = ANY($1::text[])', [ACCOUNT_RULE_NAMES.map((name) => `${name}:${userId}`)]);
+  return rowCount ?? 0;
 }
 
 /**

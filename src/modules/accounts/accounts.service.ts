@@ -9,7 +9,7 @@ import type { RateLimitRules } from '../rate-limits/rate-limits.rules.js';
 import type { RateLimiter } from '../rate-limits/rate-limits.service.js';
 import type { UserRow } from '../users/users.repo.js';
 import { noticeAddress } from '../users/users.service.js';
-import { deleteUser, type DeletedUser } from './accounts.repo.js';
+import { deleteAccountRateLimits, deleteFinishedEmailsTo, deleteUser, type DeletedUser } from './accounts.repo.js';
 
 /** The reason recorded on the outbox rows a deletion cancels. */
 export const DELETED_ACCOUNT_REASON = 'account deleted';
@@ -17,10 +17,12 @@ export const DELETED_ACCOUNT_REASON = 'account deleted';
 /**
  * Deletes the account `userId` in one transaction (docs/api.md#delete-account): the user and
  * every row that belongs to it (codes, devices, sessions, refresh tokens), so its access tokens
- * answer 401 at the next request and its identifiers are free; cancels the emails queued to its
- * address and not yet sent ({@link cancelEmailsTo}); then queues the `account_deleted` notice to
- * its verified address (docs/api.md#security-notices), which keeps the address and no reference
- * to the user. Shared by delete-account and `latchkey users delete`.
+ * answer 401 at the next request and its identifiers are free; deletes its per-account
+ * rate-limit windows ({@link deleteAccountRateLimits}); cancels the emails queued to its address
+ * and not yet sent ({@link cancelEmailsTo}) and deletes the finished ones
+ * ({@link deleteFinishedEmailsTo}); then queues the `account_deleted` notice to its verified
+ * address (docs/api.md#security-notices), which keeps the address, the username, the time, IP
+ * address and user agent, and no reference to the user, until the retention worker deletes it. Shared by delete-account and `latchkey users delete`.
  * @param d.expectedHash delete only while the password hash is this one (delete-account checked it).
  * @param d.client where the request came from; nulls for an operator's command.
  * @returns the deleted user, or undefined when nothing was deleted (already gone, or the password changed).
@@ -32,7 +34,11 @@ export async function eraseAccount(
   return db.transaction(async (tx) => {
     const user = await deleteUser(tx, d.userId, { expectedHash: d.expectedHash });
     if (user === undefined) return undefined;
-    if (user.email !== null) await cancelEmailsTo(tx, { recipient: user.email, reason: DELETED_ACCOUNT_REASON, now: d.now });
+    await deleteAccountRateLimits(tx, user.id);
+    if (user.email !== null) {
+      await cancelEmailsTo(tx, { recipient: user.email, reason: DELETED_ACCOUNT_REASON, now: d.now });
+      await deleteFinishedEmailsTo(tx, user.email);
+    }
     const address = noticeAddress(user);
     if (address !== null) await queueSecurityNotice(tx, { kind: 'account_deleted', recipient: address, username: user.username, at: d.now, client: d.client });
     return { user, noticeQueued: address !== null };

@@ -8,6 +8,12 @@ export const HOUR_WINDOW_SECONDS = 60 * 60;
 /** One resend per address per 60 s (docs/decisions.md, "Verification codes"); not configurable. */
 export const RESEND_WINDOW_SECONDS = 60;
 
+/**
+ * Names of the rules counted per account (`subject: 'account'`): their rows are keyed
+ * `<name>:<user id>` in the clear, and account deletion deletes them (src/modules/accounts/).
+ */
+export const ACCOUNT_RULE_NAMES = ['sign_in_account'] as const;
+
 /** Every rate limit of the service, built once from the settings. */
 export interface RateLimitRules {
   /** Failed sign-ins naming one identifier from one client network: a stranger elsewhere cannot lock the owner out. */
@@ -37,7 +43,7 @@ export function rateLimitRules(settings: RateLimitSettings): RateLimitRules {
   return {
     signInPerIdentifier: { name: 'sign_in_identifier_client', subject: 'secret', limit: settings.signInPerIdentifier, windowSeconds: FAILURE_WINDOW_SECONDS },
     signInPerIp: { name: 'sign_in_ip', subject: 'client', limit: settings.signInPerIp, windowSeconds: FAILURE_WINDOW_SECONDS },
-    signInPerAccount: { name: 'sign_in_account', subject: 'account', limit: settings.signInPerAccount, windowSeconds: HOUR_WINDOW_SECONDS },
+    signInPerAccount: { name: ACCOUNT_RULE_NAMES[0], subject: 'account', limit: settings.signInPerAccount, windowSeconds: HOUR_WINDOW_SECONDS },
     changePasswordPerUser: { name: 'change_password_user', subject: 'secret', limit: settings.signInPerIdentifier, windowSeconds: FAILURE_WINDOW_SECONDS },
     deleteAccountPerUser: { name: 'delete_account_user', subject: 'secret', limit: settings.signInPerIdentifier, windowSeconds: FAILURE_WINDOW_SECONDS },
     signUpPerIp: { name: 'sign_up_ip', subject: 'client', limit: settings.signUpPerIp, windowSeconds: HOUR_WINDOW_SECONDS },

@@ -4,6 +4,7 @@ import type { RetentionSettings } from '../../config.js';
 import type { Db } from '../../db/db.js';
 import type { AuthMetrics } from '../../metrics.js';
 import { deleteExpiredUnverifiedUsers } from '../accounts/accounts.repo.js';
+import { cancelEmailsTo } from '../mail/outbox.repo.js';
 import { purgeInBatches, type BatchOptions } from './batches.js';
 import { eraseExpiredSuccessors, purgeDeadEmails, purgeEndedSessions, purgeEndedVerificationCodes, purgeFinishedEmails } from './retention.repo.js';
 
@@ -32,6 +33,9 @@ export const RETENTION_BATCH_SIZE = 1_000;
  * device with it, so a batch deletes several times this many rows.
  */
 export const SESSION_BATCH_SIZE = 250;
+
+/** The reason recorded on the outbox rows cancelled when an unverified account expires. */
+export const EXPIRED_UNVERIFIED_REASON = 'unverified account expired';
 /**
  * Statements per purge and run: at most 100 000 rows of each kind per run, 600 000 an hour per
  * instance. A larger backlog (the first run on a database that never purged) drains over
@@ -152,16 +156,24 @@ export function createRetentionWorker(deps: RetentionWorkerDeps): RetentionWorke
         return 0;
       }
     };
-    // First, so that the codes of the users it deletes go with them (ON DELETE CASCADE). Their
-    // queued verification emails need no cancelling: a code lives at most a day, an unverified
-    // account at least a day (config.ts), so those emails expired and the outbox cancelled them.
+    // First, so that the codes of the users it deletes go with them (ON DELETE CASCADE). In the
+    // same transaction the emails still queued to their addresses are cancelled: a resend or a
+    // password reset asked for near the deadline queues one that has not expired yet, and it must
+    // not go out for an account that no longer exists. One indexed statement per deleted address
+    // (email_outbox_recipient_idx), at most a batch of them per transaction.
     const unverifiedTtl = deps.unverifiedAccountTtlSeconds;
     if (unverifiedTtl !== undefined) {
       const signedUpBefore = new Date(now.getTime() - unverifiedTtl * MS_PER_SECOND);
       report.unverifiedUsers = await run(
         'unverified_users',
         async (limit) => {
-          const n = (await deleteExpiredUnverifiedUsers(db, { createdBefore: signedUpBefore, limit })).length;
+          const n = await db.transaction(async (tx) => {
+            const deleted = await deleteExpiredUnverifiedUsers(tx, { createdBefore: signedUpBefore, limit });
+            for (const user of deleted) {
+              if (user.email !== null) await cancelEmailsTo(tx, { recipient: user.email, reason: EXPIRED_UNVERIFIED_REASON, now });
+            }
+            return deleted.length;
+          });
           deps.metrics?.accountsDeleted('unverified_expired', n);
           return n;
         },
