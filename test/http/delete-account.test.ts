@@ -82,7 +82,7 @@ describe('delete-account succeeds', () => {
     expect(again.body.user.id).not.toBe(user.id);
   });
 
-  it('cancels the emails queued to the address and not yet sent and deletes them; the account_deleted notice is delivered, with no secret and no link', async () => {
+  it('cancels the emails queued to the address and not yet sent; the account_deleted notice is delivered, with no secret and no link', async () => {
     const user = await createVerifiedUser(ctx);
     const s = await signIn(ctx, { username: user.username, password: user.password }, { 'user-agent': 'DeleteTest/2.0' });
     // A resend would send nothing to a verified address: queue a notice (a password change) and keep it unsent.
