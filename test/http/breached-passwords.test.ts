@@ -33,7 +33,7 @@ interface RangeRequest {
 }
 
 /** How the range server answers: a padded range, slowly (after 2.5 s), 500, or by closing the connection. */
-type Mode = 'serve' | 'slow' | 'error' | 'close';
+type Mode = 'serve' | 'slow' | 'error' | 'close' | 'huge';
 
 interface RangeServer {
   readonly url: string;
@@ -68,7 +68,8 @@ async function startRangeServer(): Promise<RangeServer> {
       res.writeHead(400).end();
       return;
     }
-    const lines = [...padding(400), ...(listed.get(prefix) ?? []), ...padding(400)];
+    const pad = state.mode === 'huge' ? 1200 : 400; // 'huge': over 64 KiB in all
+    const lines = [...padding(pad), ...(listed.get(prefix) ?? []), ...padding(pad)];
     const answer = (): void => void res.writeHead(200, { 'content-type': 'text/plain' }).end(lines.join('\r\n'));
     if (state.mode === 'slow') setTimeout(answer, 2500).unref();
     else answer();
@@ -243,6 +244,7 @@ describe('the check fails open: accepted, with exactly one warning that holds no
     ['answers after more than 2 s', 'slow' as const, 'timeout'],
     ['answers 500', 'error' as const, 'status'],
     ['closes the connection', 'close' as const, 'network'],
+    ['answers more than 64 KiB (not read beyond it)', 'huge' as const, 'too_large'],
   ])('the range server %s', async (_what, mode, failure) => {
     range.mode = mode;
     const logsBefore = ctx.rawLogs.length;

@@ -54,7 +54,12 @@ export function createBreachedPasswordCheck(deps: { apiUrl: string; log: Fastify
         log.warn({ failure: 'status', status: res.status }, 'breached-password check unavailable: the range API answered other than 200; password accepted without it');
         return false;
       }
-      body = await res.text();
+      const read = await readCapped(res, MAX_RANGE_RESPONSE_BYTES);
+      if (read === undefined) {
+        log.warn({ failure: 'too_large' }, `breached-password check unavailable: the range answer exceeds ${MAX_RANGE_RESPONSE_BYTES} bytes; password accepted without it`);
+        return false;
+      }
+      body = read;
     } catch (err) {
       const failure = err instanceof Error && (err.name === 'TimeoutError' || err.name === 'AbortError') ? 'timeout' : 'network';
       log.warn({ failure }, `breached-password check unavailable: ${failure === 'timeout' ? `no answer within ${timeoutMs} ms` : 'the range API could not be reached'}; password accepted without it`);
@@ -62,6 +67,28 @@ export function createBreachedPasswordCheck(deps: { apiUrl: string; log: Fastify
     }
     return appearsIn(body, suffix);
   };
+}
+
+/** Longest range answer read, in bytes (a padded answer is well under half of it); a longer one is not read further. */
+export const MAX_RANGE_RESPONSE_BYTES = 64 * 1024;
+
+/** The body of `res` as UTF-8, or undefined (the rest cancelled) once it exceeds `limit` bytes. */
+async function readCapped(res: Response, limit: number): Promise<string | undefined> {
+  if (res.body === null) return '';
+  const reader = res.body.getReader();
+  const chunks: Uint8Array[] = [];
+  let total = 0;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    total += value.byteLength;
+    if (total > limit) {
+      await reader.cancel().catch(() => undefined);
+      return undefined;
+    }
+    chunks.push(value);
+  }
+  return Buffer.concat(chunks).toString('utf8');
 }
 
 /** Whether `suffix` is listed in a range answer with a count above 0 (padding lines have count 0). */
