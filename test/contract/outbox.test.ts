@@ -238,6 +238,42 @@ describe('email outbox with a real SMTP server', () => {
     expect(row.payload).toEqual({ username: queued.payload.username });
   });
 
+  it('a password-reset request whose work fails stays pending with last_error and nothing of it committed; the retry issues the code and its email once', async () => {
+    const email = await newSignUp();
+    expect((await postJson(ctx, '/auth/v0/password-reset', { email })).statusCode).toBe(204);
+    let failures = 1;
+    const worker = createOutboxWorker({
+      db: ctx.db,
+      transport: createSmtpTransport(ctx.config.smtp!),
+      clock: ctx.clock,
+      log: ctx.app.log,
+      passwordResetRequest: async (tx, address) => {
+        await ctx.app.passwordReset.handleRequest(tx, address);
+        if (failures-- > 0) throw new Error('simulated database error');
+      },
+    });
+    const resetRows = async () =>
+      (await outboxRows(ctx, email)).filter((r) => r.kind.startsWith('password_reset')).map((r) => ({ kind: r.kind, status: r.status, attempts: r.attempts }));
+    const resetCodes = async () => (await ctx.db.query("SELECT 1 FROM verification_codes WHERE email = $1 AND purpose = 'password_reset'", [email])).rows.length;
+    try {
+      await worker.runOnce();
+      expect(await resetRows()).toEqual([{ kind: 'password_reset_request', status: 'pending', attempts: 1 }]);
+      expect((await outboxRows(ctx, email)).find((r) => r.kind === 'password_reset_request')!.last_error).toBe('simulated database error');
+      expect(await resetCodes()).toBe(0);
+      ctx.clock.advance(2);
+      await worker.runOnce();
+      await worker.runOnce();
+    } finally {
+      await worker.stop();
+    }
+    expect(await resetRows()).toEqual([
+      { kind: 'password_reset_request', status: 'sent', attempts: 2 },
+      { kind: 'password_reset', status: 'sent', attempts: 1 },
+    ]);
+    expect(await resetCodes()).toBe(1);
+    expect(mailsTo(email).filter((m) => /Reset your password/.test(m.raw))).toHaveLength(1);
+  });
+
   it('two workers on one database deliver each of 20 emails exactly once', async () => {
     const emails = await Promise.all(Array.from({ length: 20 }, () => newSignUp()));
     const second = createOutboxWorker({ db: ctx.db, transport: createSmtpTransport(ctx.config.smtp!), clock: ctx.clock, log: ctx.app.log });
