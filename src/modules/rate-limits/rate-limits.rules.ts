@@ -21,6 +21,12 @@ export interface RateLimitRules {
   readonly signInPerIp: RateLimitRule;
   /** Failed sign-ins per account, whichever identifier named it and wherever they came from. */
   readonly signInPerAccount: RateLimitRule;
+  /**
+   * The same count for identifiers that name no account, keyed by their HMAC: never consulted,
+   * it exists so that a failed sign-in costs the same write whether or not the account exists
+   * (ASVS 5.0 V6.3.8, timing).
+   */
+  readonly signInPerUnknownAccount: RateLimitRule;
   /** Unsuccessful change-password attempts, per user: a stolen access token must not give unlimited guesses. */
   readonly changePasswordPerUser: RateLimitRule;
   /** Unsuccessful delete-account attempts, per user: the same guard as change-password. */
@@ -44,6 +50,7 @@ export function rateLimitRules(settings: RateLimitSettings): RateLimitRules {
     signInPerIdentifier: { name: 'sign_in_identifier_client', subject: 'secret', limit: settings.signInPerIdentifier, windowSeconds: FAILURE_WINDOW_SECONDS },
     signInPerIp: { name: 'sign_in_ip', subject: 'client', limit: settings.signInPerIp, windowSeconds: FAILURE_WINDOW_SECONDS },
     signInPerAccount: { name: ACCOUNT_RULE_NAMES[0], subject: 'account', limit: settings.signInPerAccount, windowSeconds: HOUR_WINDOW_SECONDS },
+    signInPerUnknownAccount: { name: 'sign_in_unknown_account', subject: 'secret', limit: settings.signInPerAccount, windowSeconds: HOUR_WINDOW_SECONDS },
     changePasswordPerUser: { name: 'change_password_user', subject: 'secret', limit: settings.signInPerIdentifier, windowSeconds: FAILURE_WINDOW_SECONDS },
     deleteAccountPerUser: { name: 'delete_account_user', subject: 'secret', limit: settings.signInPerIdentifier, windowSeconds: FAILURE_WINDOW_SECONDS },
     signUpPerIp: { name: 'sign_up_ip', subject: 'client', limit: settings.signUpPerIp, windowSeconds: HOUR_WINDOW_SECONDS },

@@ -79,7 +79,7 @@ export interface SessionsDeps {
   /** `REFRESH_REUSE_GRACE_SECONDS` (0 to 300): 0 is the strict reuse rule (docs/api.md#reuse-grace-window). */
   readonly refreshReuseGraceSeconds: number;
   readonly limiter: RateLimiter;
-  readonly rules: Pick<RateLimitRules, 'signInPerIdentifier' | 'signInPerIp' | 'signInPerAccount'>;
+  readonly rules: Pick<RateLimitRules, 'signInPerIdentifier' | 'signInPerIp' | 'signInPerAccount' | 'signInPerUnknownAccount'>;
   readonly log: FastifyBaseLogger;
   /** Counts sign-in and refresh outcomes and revoked sessions; defaults to a registry of its own. */
   readonly metrics?: AuthMetrics;
@@ -195,9 +195,13 @@ export function createSessionsService(deps: SessionsDeps): SessionsService {
    * Counts one failed sign-in against the account (NIST SP 800-63B-4 §3.2.2: at most 100
    * failures per account; here per hour, so no one can lock an account for good). Counted after
    * the password was found wrong, so requests in flight together can pass the limit by their
-   * number; none is counted for an unknown identifier (there is no account to protect).
+   * number. An identifier that names no account has no account to protect, but it pays the same
+   * write, against a key of its own that nothing reads (`signInPerUnknownAccount`): otherwise a
+   * wrong password would take one statement longer than an unknown user, and timing would tell
+   * who exists (ASVS 5.0 V6.3.8).
    */
-  const countAccountFailure = (userId: string): Promise<unknown> => limiter.hit(rules.signInPerAccount, userId);
+  const countAccountFailure = (user: UserRow | undefined, subjects: readonly string[]): Promise<unknown> =>
+    user === undefined ? limiter.hit(rules.signInPerUnknownAccount, subjects.join('\n')) : limiter.hit(rules.signInPerAccount, user.id);
 
   /**
    * Re-hashes a password whose stored argon2id parameters are below the configured ones (OWASP
@@ -243,7 +247,7 @@ export function createSessionsService(deps: SessionsDeps): SessionsService {
       // Unknown users cost one argon2id verification too, so timing does not reveal who exists.
       const passwordOk = user === undefined ? (await hasher.verifyDummy(password), false) : await hasher.verify(user.password_hash, password);
       if (user === undefined || !passwordOk) {
-        if (user !== undefined) await countAccountFailure(user.id);
+        await countAccountFailure(user, subjects);
         securityEvent(log, 'sign_in.failed', { userId: user?.id, ip: client.ip, reason: user === undefined ? 'unknown_identifier' : 'wrong_password' });
         metrics.signIn('bad_credentials');
         throw new AppError('auth.invalid_credentials');
