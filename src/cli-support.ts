@@ -5,7 +5,12 @@ import { DataDirLockedError } from './db/data-dir-lock.js';
 import type { Db } from './db/db.js';
 import { schemaStatus } from './db/migrate.js';
 import { openDatabase } from './db/open.js';
+import type { FastifyBaseLogger } from 'fastify';
+import { createLogger } from './app.js';
 import type { CommandIo } from './modules/keys/keys.cli.js';
+import { UUID_PATTERN } from './modules/tokens/access-token.service.js';
+import { normalizeUsername } from './modules/users/identifiers.js';
+import { findUserById, findUserByUsername, type UserRow } from './modules/users/users.repo.js';
 
 export type { CommandIo } from './modules/keys/keys.cli.js';
 
@@ -135,4 +140,62 @@ export function formatTable(columns: readonly string[], rows: readonly (readonly
       .join('  ')
       .trimEnd();
   return [line(columns), ...rows.map(line)].join('\n') + '\n';
+}
+
+/**
+ * The `--user <id|username>` option of the operator commands (`sessions revoke`, `users
+ * delete`), trimmed.
+ * @throws {UsageError} when it is missing or empty, or for any other option or a positional.
+ */
+export function parseUserOption(argv: readonly string[]): string {
+  const { values } = parseCommandArgs(argv, { user: { type: 'string' } }, { allowPositionals: false });
+  const who = values.user?.trim();
+  if (who === undefined || who === '') throw new UsageError('--user: expected a user id or username');
+  return who;
+}
+
+/**
+ * The user `who` names: by id when it is a UUID, else by username (normalised as at sign-in).
+ * A username never looks like a UUID (usernames have no hyphens), so the two cannot be confused.
+ * @returns the user (undefined when there is none) and which of the two `who` was taken for.
+ */
+export async function findUserNamed(db: Db, who: string): Promise<{ user: UserRow | undefined; by: 'id' | 'username' }> {
+  return UUID_PATTERN.test(who)
+    ? { user: await findUserById(db, who.toLowerCase()), by: 'id' }
+    : { user: await findUserByUsername(db, normalizeUsername(who)), by: 'username' };
+}
+
+/**
+ * The logger of an operator command's audit trail (security events, docs/decisions.md
+ * "Logging"): the service's format at `config.logLevel`, on stderr, so stdout stays the answer.
+ */
+export function auditLogger(config: Config, io: CommandIo): FastifyBaseLogger {
+  return createLogger(config.logLevel, { write: (line: string) => io.stderr(line) });
+}
+
+/**
+ * `latchkey <group> <subcommand> ...` for a group of one subcommand: `--help` of the
+ * subcommand prints `subcommandUsage`, the group's help prints `groupUsage`, and a missing or
+ * unknown subcommand is a usage error (exit 2).
+ */
+export async function runSubcommandGroup(
+  argv: readonly string[],
+  io: CommandIo,
+  group: { usage: string; subcommand: string; subcommandUsage: string; run: (args: readonly string[]) => Promise<number> },
+): Promise<number> {
+  const [subcommand, ...rest] = argv;
+  if (subcommand === group.subcommand) {
+    if (wantsHelp(rest)) {
+      io.stdout(group.subcommandUsage);
+      return EXIT_OK;
+    }
+    return runWithUsage(group.subcommandUsage, io, () => group.run(rest));
+  }
+  if (subcommand !== undefined && wantsHelp([subcommand])) {
+    io.stdout(group.usage);
+    return EXIT_OK;
+  }
+  return runWithUsage(group.usage, io, async () => {
+    throw new UsageError(subcommand === undefined ? 'Missing subcommand.' : `Unknown subcommand "${subcommand}".`);
+  });
 }

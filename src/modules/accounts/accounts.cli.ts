@@ -1,18 +1,14 @@
-import { createLogger } from '../../app.js';
 import {
+  auditLogger,
   EXIT_ERROR,
   EXIT_OK,
-  parseCommandArgs,
-  runWithUsage,
-  UsageError,
-  wantsHelp,
+  findUserNamed,
+  parseUserOption,
+  runSubcommandGroup,
   withCommandDatabase,
   type DatabaseCommandIo,
 } from '../../cli-support.js';
 import { securityEvent } from '../audit/security-events.js';
-import { UUID_PATTERN } from '../tokens/access-token.service.js';
-import { normalizeUsername } from '../users/identifiers.js';
-import { findUserById, findUserByUsername, type UserRow } from '../users/users.repo.js';
 import { eraseAccount } from './accounts.service.js';
 
 /** `latchkey users --help`. */
@@ -45,22 +41,15 @@ first, the embedded database admits one process at a time).
 
 /** `users delete`: see {@link USERS_DELETE_USAGE}. */
 async function deleteCommand(argv: readonly string[], io: DatabaseCommandIo): Promise<number> {
-  const { values } = parseCommandArgs(argv, { user: { type: 'string' } }, { allowPositionals: false });
-  const who = values.user?.trim();
-  if (who === undefined || who === '') throw new UsageError('--user: expected a user id or username');
-
+  const who = parseUserOption(argv);
   return withCommandDatabase(io, async (db, { config, clock }) => {
-    // A username never looks like a UUID (usernames have no hyphens), so the two cannot be confused.
-    const byId = UUID_PATTERN.test(who);
-    const user: UserRow | undefined = byId ? await findUserById(db, who.toLowerCase()) : await findUserByUsername(db, normalizeUsername(who));
+    const { user, by } = await findUserNamed(db, who);
     const erased = user === undefined ? undefined : await eraseAccount(db, { userId: user.id, now: clock.now(), client: { ip: null, userAgent: null } });
     if (user === undefined || erased === undefined) {
-      io.stderr(`No user with ${byId ? 'id' : 'username'} "${who}".\n`);
+      io.stderr(`No user with ${by} "${who}".\n`);
       return EXIT_ERROR;
     }
-    // The audit trail of the service (docs/decisions.md, "Logging"), on stderr so stdout stays the answer.
-    const log = createLogger(config.logLevel, { write: (line: string) => io.stderr(line) });
-    securityEvent(log, 'account.deleted', { userId: user.id, reason: 'operator' });
+    securityEvent(auditLogger(config, io), 'account.deleted', { userId: user.id, reason: 'operator' });
     io.stdout(`Deleted ${user.username} (${user.id})${erased.noticeQueued ? '; a notice is queued to its email address' : ''}.\n`);
     return EXIT_OK;
   }, { command: 'users delete' });
@@ -76,19 +65,5 @@ async function deleteCommand(argv: readonly string[], io: DatabaseCommandIo): Pr
  * @throws the database's error when it cannot be reached.
  */
 export async function runUsersCommand(argv: readonly string[], io: DatabaseCommandIo): Promise<number> {
-  const [subcommand, ...rest] = argv;
-  if (subcommand === 'delete') {
-    if (wantsHelp(rest)) {
-      io.stdout(USERS_DELETE_USAGE);
-      return EXIT_OK;
-    }
-    return runWithUsage(USERS_DELETE_USAGE, io, () => deleteCommand(rest, io));
-  }
-  if (subcommand !== undefined && wantsHelp([subcommand])) {
-    io.stdout(USERS_USAGE);
-    return EXIT_OK;
-  }
-  return runWithUsage(USERS_USAGE, io, async () => {
-    throw new UsageError(subcommand === undefined ? 'Missing subcommand.' : `Unknown subcommand "${subcommand}".`);
-  });
+  return runSubcommandGroup(argv, io, { usage: USERS_USAGE, subcommand: 'delete', subcommandUsage: USERS_DELETE_USAGE, run: (rest) => deleteCommand(rest, io) });
 }

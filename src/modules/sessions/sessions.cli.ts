@@ -1,20 +1,15 @@
-import { createLogger } from '../../app.js';
 import {
+  auditLogger,
   EXIT_ERROR,
   EXIT_OK,
-  parseCommandArgs,
-  runWithUsage,
-  UsageError,
-  wantsHelp,
+  findUserNamed,
+  parseUserOption,
+  runSubcommandGroup,
   withCommandDatabase,
   type DatabaseCommandIo,
 } from '../../cli-support.js';
 import { securityEvent } from '../audit/security-events.js';
-import { UUID_PATTERN } from '../tokens/access-token.service.js';
-import { normalizeUsername } from '../users/identifiers.js';
-import { findUserById, findUserByUsername, type UserRow } from '../users/users.repo.js';
 import { revokeActiveSessions } from './sessions.repo.js';
-
 
 /** `latchkey sessions --help`. */
 export const SESSIONS_USAGE = `Usage: latchkey sessions revoke --user <id|username>
@@ -44,21 +39,15 @@ first, the embedded database admits one process at a time).
 
 /** `sessions revoke`: see {@link SESSIONS_REVOKE_USAGE}. */
 async function revokeCommand(argv: readonly string[], io: DatabaseCommandIo): Promise<number> {
-  const { values } = parseCommandArgs(argv, { user: { type: 'string' } }, { allowPositionals: false });
-  const who = values.user?.trim();
-  if (who === undefined || who === '') throw new UsageError('--user: expected a user id or username');
-
+  const who = parseUserOption(argv);
   return withCommandDatabase(io, async (db, { config, clock }) => {
-    // A username never looks like a UUID (usernames have no hyphens), so the two cannot be confused.
-    const user: UserRow | undefined = UUID_PATTERN.test(who) ? await findUserById(db, who.toLowerCase()) : await findUserByUsername(db, normalizeUsername(who));
+    const { user, by } = await findUserNamed(db, who);
     if (user === undefined) {
-      io.stderr(`No user with ${UUID_PATTERN.test(who) ? 'id' : 'username'} "${who}".\n`);
+      io.stderr(`No user with ${by} "${who}".\n`);
       return EXIT_ERROR;
     }
     const count = await revokeActiveSessions(db, user.id, 'revoked_by_admin', clock.now());
-    // The audit trail of the service (docs/decisions.md, "Logging"), on stderr so stdout stays the answer.
-    const log = createLogger(config.logLevel, { write: (line: string) => io.stderr(line) });
-    securityEvent(log, 'session.revoked', { userId: user.id, reason: 'revoked_by_admin', count });
+    securityEvent(auditLogger(config, io), 'session.revoked', { userId: user.id, reason: 'revoked_by_admin', count });
     io.stdout(`Revoked ${count} active session${count === 1 ? '' : 's'} of ${user.username} (${user.id}).\n`);
     return EXIT_OK;
   }, { command: 'sessions revoke' });
@@ -75,19 +64,5 @@ async function revokeCommand(argv: readonly string[], io: DatabaseCommandIo): Pr
  * @throws the database's error when it cannot be reached.
  */
 export async function runSessionsCommand(argv: readonly string[], io: DatabaseCommandIo): Promise<number> {
-  const [subcommand, ...rest] = argv;
-  if (subcommand === 'revoke') {
-    if (wantsHelp(rest)) {
-      io.stdout(SESSIONS_REVOKE_USAGE);
-      return EXIT_OK;
-    }
-    return runWithUsage(SESSIONS_REVOKE_USAGE, io, () => revokeCommand(rest, io));
-  }
-  if (subcommand !== undefined && wantsHelp([subcommand])) {
-    io.stdout(SESSIONS_USAGE);
-    return EXIT_OK;
-  }
-  return runWithUsage(SESSIONS_USAGE, io, async () => {
-    throw new UsageError(subcommand === undefined ? 'Missing subcommand.' : `Unknown subcommand "${subcommand}".`);
-  });
+  return runSubcommandGroup(argv, io, { usage: SESSIONS_USAGE, subcommand: 'revoke', subcommandUsage: SESSIONS_REVOKE_USAGE, run: (rest) => revokeCommand(rest, io) });
 }
