@@ -8,6 +8,7 @@ import { clearRefreshCookie } from '../sessions/refresh-cookie.js';
 import type { SessionsService } from '../sessions/sessions.service.js';
 import { DeleteAccountRequestSchema } from './accounts.schemas.js';
 import type { AccountsService } from './accounts.service.js';
+import { clientContextOf } from '../sessions/sessions.service.js';
 
 /** POST /delete-account (docs/api.md#delete-account). */
 export function accountsRoutes(deps: { accounts: AccountsService; sessions: SessionsService }): FastifyPluginAsyncTypebox {
@@ -29,7 +30,7 @@ export function accountsRoutes(deps: { accounts: AccountsService; sessions: Sess
       },
       async (request, reply) => {
         const caller = callerOf(request);
-        await accounts.deleteAccount(caller.user, { password: request.body.password }, { ip: request.ip, userAgent: request.headers['user-agent'] ?? null });
+        await accounts.deleteAccount(caller.user, { password: request.body.password }, clientContextOf(request));
         securityEvent(request.log, 'account.deleted', { userId: caller.user.id, sessionId: caller.session.id, ip: request.ip, reason: 'owner' });
         clearRefreshCookie(reply);
         return reply.code(204).send(null);

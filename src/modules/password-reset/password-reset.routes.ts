@@ -5,6 +5,7 @@ import { TAGS } from '../../plugins/openapi.js';
 import { normalizeEmail } from '../users/identifiers.js';
 import { PasswordResetConfirmSchema, PasswordResetRequestSchema } from './password-reset.schemas.js';
 import type { PasswordResetService } from './password-reset.service.js';
+import { clientContextOf } from '../sessions/sessions.service.js';
 
 /** POST /password-reset and POST /password-reset/confirm (docs/api.md#request-a-password-reset, docs/api.md#confirm-a-password-reset). */
 export function passwordResetRoutes(deps: { passwordReset: PasswordResetService }): FastifyPluginAsyncTypebox {
@@ -25,7 +26,7 @@ export function passwordResetRoutes(deps: { passwordReset: PasswordResetService 
       async (request, reply) => {
         // One durable row per well-formed address; the lookup and the code are the outbox worker's
         // (docs/api.md#request-a-password-reset).
-        await passwordReset.request(normalizeEmail(request.body.email), { ip: request.ip, userAgent: request.headers['user-agent'] ?? null });
+        await passwordReset.request(normalizeEmail(request.body.email), clientContextOf(request));
         return reply.code(204).send(null);
       },
     );
@@ -44,7 +45,7 @@ export function passwordResetRoutes(deps: { passwordReset: PasswordResetService 
       },
       async (request, reply) => {
         const { email, code, new_password: newPassword } = request.body;
-        await passwordReset.confirm({ email: normalizeEmail(email), code, newPassword }, { ip: request.ip, userAgent: request.headers['user-agent'] ?? null });
+        await passwordReset.confirm({ email: normalizeEmail(email), code, newPassword }, clientContextOf(request));
         return reply.code(204).send(null);
       },
     );

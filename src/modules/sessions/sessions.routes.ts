@@ -14,7 +14,7 @@ import {
   SignInResponseSchema,
   toSession,
 } from './sessions.schemas.js';
-import type { SessionsService } from './sessions.service.js';
+import { clientContextOf, type SessionsService } from './sessions.service.js';
 
 /** POST /sign-in, /refresh, /logout; GET and DELETE /sessions; DELETE /sessions/{session_id} (docs/api.md#operations). */
 export function sessionsRoutes(deps: { sessions: SessionsService }): FastifyPluginAsyncTypebox {
@@ -35,10 +35,7 @@ export function sessionsRoutes(deps: { sessions: SessionsService }): FastifyPlug
         },
       },
       async (request, reply) => {
-        const issued = await sessions.signIn(request.body, {
-          ip: request.ip ?? null,
-          userAgent: request.headers['user-agent'] ?? null,
-        });
+        const issued = await sessions.signIn(request.body, clientContextOf(request));
         setRefreshCookie(reply, issued.refreshToken, issued.refreshMaxAgeSeconds);
         return { user: toUser(issued.user), session_id: issued.sessionId, tokens: { access_token: issued.accessToken } };
       },

@@ -52,6 +52,11 @@ export interface ClientContext {
   readonly userAgent: string | null;
 }
 
+/** The {@link ClientContext} of a request: its client address (`TRUST_PROXY` applied) and `User-Agent`. */
+export function clientContextOf(request: { readonly ip: string | undefined; readonly headers: { readonly 'user-agent'?: string | undefined } }): ClientContext {
+  return { ip: request.ip ?? null, userAgent: request.headers['user-agent'] ?? null };
+}
+
 /** A sign-in or refresh result: what the route answers plus the refresh token for the cookie. */
 export interface IssuedTokens {
   readonly user?: UserRow;

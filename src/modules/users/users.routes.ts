@@ -10,6 +10,7 @@ import type { SessionsService } from '../sessions/sessions.service.js';
 import { clearRefreshCookie } from '../sessions/refresh-cookie.js';
 import { ChangePasswordRequestSchema, SignUpRequestSchema, SignUpResponseSchema, toUser } from './users.schemas.js';
 import type { UsersService } from './users.service.js';
+import { clientContextOf } from '../sessions/sessions.service.js';
 
 /** POST /sign-up, GET /me, POST /change-password (docs/api.md#sign-up, docs/api.md#me, docs/api.md#change-password). */
 export function usersRoutes(deps: {
@@ -83,7 +84,7 @@ export function usersRoutes(deps: {
         await users.changePassword(caller.user, {
           currentPassword: request.body.current_password,
           newPassword: request.body.new_password,
-        }, { ip: request.ip, userAgent: request.headers['user-agent'] ?? null });
+        }, clientContextOf(request));
         securityEvent(request.log, 'password.changed', { userId: caller.user.id, sessionId: caller.session.id, ip: request.ip });
         clearRefreshCookie(reply);
         return reply.code(204).send(null);
