@@ -1,4 +1,5 @@
 import type { Queryable } from '../../db/db.js';
+import { batchedDeleteSql } from '../retention/retention.repo.js';
 
 /** The state of one fixed window after a hit. */
 export interface WindowHit {
@@ -133,14 +134,12 @@ export const PURGE_BATCH_SIZE = 1_000;
  * request are skipped (`SKIP LOCKED`, left for the next purge): waiting for them while holding
  * the rows already deleted could deadlock with a statement that counts several keys at once
  * ({@link hitWindowsAfter}). The rows are deleted by their physical address, as the retention
- * purges do (src/modules/retention/retention.repo.ts: a TID scan instead of a key lookup per row).
+ * purges do ({@link batchedDeleteSql}: a TID scan instead of a key lookup per row).
  * @returns how many rows were deleted.
  */
 export async function purgeWindows(q: Queryable, before: Date, limit: number = PURGE_BATCH_SIZE): Promise<number> {
   const { rowCount } = await q.query(
-    `DELETE FROM rate_limits WHERE ctid = ANY(ARRAY(
-       SELECT ctid FROM rate_limits WHERE window_start < $1 ORDER BY window_start LIMIT $2 FOR UPDATE SKIP LOCKED))
-       AND window_start < $1`,
+    batchedDeleteSql('rate_limits', { ended: 'window_start' }),
     [before, limit],
   );
   return rowCount;

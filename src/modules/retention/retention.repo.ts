@@ -17,6 +17,23 @@ import type { Queryable } from '../../db/db.js';
  * batch sees it again), never another row.
  */
 
+/**
+ * The batched delete every plain purge runs: up to `$2` rows of `table` for which `ended` (SQL
+ * over the row, compared with the cutoff `$1`) says they ended before the cutoff, the oldest
+ * by `ended` first, `FOR UPDATE SKIP LOCKED`, deleted by their physical address. `ended` and
+ * `where` are SQL text written here, never input: literals stay literals, so the planner can
+ * match them to the partial indexes of migration 003.
+ */
+export function batchedDeleteSql(table: string, options: { ended: string; where?: string }): string {
+  const where = options.where === undefined ? '' : `${options.where} AND `;
+  return `DELETE FROM ${table} WHERE ctid = ANY(ARRAY(
+       SELECT ctid FROM ${table}
+        WHERE ${where}${options.ended} < $1
+        ORDER BY ${options.ended}
+        LIMIT $2
+        FOR UPDATE SKIP LOCKED))`;
+}
+
 /** What one call of {@link purgeEndedSessions} deleted. */
 export interface PurgedSessions {
   /** Sessions deleted, and with each its refresh tokens (ON DELETE CASCADE). */
@@ -78,12 +95,7 @@ export async function purgeEndedSessions(q: Queryable, before: Date, limit: numb
  */
 export async function purgeEndedVerificationCodes(q: Queryable, before: Date, limit: number): Promise<number> {
   const { rowCount } = await q.query(
-    `DELETE FROM verification_codes WHERE ctid = ANY(ARRAY(
-       SELECT ctid FROM verification_codes
-        WHERE least(expires_at, consumed_at, superseded_at) < $1
-        ORDER BY least(expires_at, consumed_at, superseded_at)
-        LIMIT $2
-        FOR UPDATE SKIP LOCKED))`,
+    batchedDeleteSql('verification_codes', { ended: 'least(expires_at, consumed_at, superseded_at)' }),
     [before, limit],
   );
   return rowCount;
@@ -97,12 +109,7 @@ export async function purgeEndedVerificationCodes(q: Queryable, before: Date, li
  */
 export async function purgeFinishedEmails(q: Queryable, before: Date, limit: number): Promise<number> {
   const { rowCount } = await q.query(
-    `DELETE FROM email_outbox WHERE ctid = ANY(ARRAY(
-       SELECT ctid FROM email_outbox
-        WHERE status IN ('sent', 'cancelled') AND created_at < $1
-        ORDER BY created_at
-        LIMIT $2
-        FOR UPDATE SKIP LOCKED))`,
+    batchedDeleteSql('email_outbox', { where: "status IN ('sent', 'cancelled')", ended: 'created_at' }),
     [before, limit],
   );
   return rowCount;
@@ -116,12 +123,7 @@ export async function purgeFinishedEmails(q: Queryable, before: Date, limit: num
  */
 export async function purgeDeadEmails(q: Queryable, before: Date, limit: number): Promise<number> {
   const { rowCount } = await q.query(
-    `DELETE FROM email_outbox WHERE ctid = ANY(ARRAY(
-       SELECT ctid FROM email_outbox
-        WHERE status = 'dead' AND created_at < $1
-        ORDER BY created_at
-        LIMIT $2
-        FOR UPDATE SKIP LOCKED))`,
+    batchedDeleteSql('email_outbox', { where: "status = 'dead'", ended: 'created_at' }),
     [before, limit],
   );
   return rowCount;
