@@ -166,6 +166,23 @@ export async function cancelExpiredEmails(q: Queryable, now: Date): Promise<numb
  * @returns how many rows changed.
  */
 export async function cancelPendingEmails(q: Queryable, c: { kind: string; recipient: string; reason: string; now: Date }): Promise<number> {
+  return cancelQueuedEmails(q, c);
+}
+
+/**
+ * Cancels every queued email to `recipient`, of every kind (the account it concerns was deleted,
+ * docs/api.md#delete-account), and drops the code of its dead rows, so `outbox retry` cannot send
+ * them either; a row leased right now is handled as by {@link cancelPendingEmails}. Reads
+ * `email_outbox_recipient_idx`. Call it before queueing the deletion notice in the same
+ * transaction, or the notice is cancelled too.
+ * @returns how many rows changed.
+ */
+export async function cancelEmailsTo(q: Queryable, c: { recipient: string; reason: string; now: Date }): Promise<number> {
+  return cancelQueuedEmails(q, { ...c, kind: null });
+}
+
+/** {@link cancelPendingEmails} for the rows of one `kind`, or of every kind when `kind` is null. */
+async function cancelQueuedEmails(q: Queryable, c: { kind: string | null; recipient: string; reason: string; now: Date }): Promise<number> {
   const leased = 'lease_expires_at IS NOT NULL AND lease_expires_at > $4';
   const { rowCount } = await q.query(
     `UPDATE email_outbox
@@ -173,31 +190,8 @@ export async function cancelPendingEmails(q: Queryable, c: { kind: string; recip
             last_error = CASE WHEN status = 'pending' AND NOT (${leased}) THEN $3 ELSE last_error END,
             payload = CASE WHEN status = 'pending' AND ${leased} THEN payload ELSE payload - 'code' END,
             expires_at = CASE WHEN status = 'pending' AND ${leased} THEN least(expires_at, $4) ELSE expires_at END
-      WHERE kind = $1 AND recipient = $2 AND (status = 'pending' OR (status = 'dead' AND payload ? 'code'))`,
+      WHERE ($1::text IS NULL OR kind = $1) AND recipient = $2 AND (status = 'pending' OR (status = 'dead' AND payload ? 'code'))`,
     [c.kind, c.recipient, c.reason, c.now],
-  );
-  return rowCount;
-}
-
-/**
- * Cancels every queued email to `recipient`, of every kind (the account it concerns was deleted,
- * docs/api.md#delete-account), and drops the code of its dead rows, so `outbox retry` cannot send
- * them either. A row leased right now is being sent: its attempt goes on, but it is made to
- * expire now, so a failed attempt is cancelled rather than retried (as in
- * {@link cancelPendingEmails}). Reads `email_outbox_recipient_idx`. Call it before queueing the
- * deletion notice in the same transaction, or the notice is cancelled too.
- * @returns how many rows changed.
- */
-export async function cancelEmailsTo(q: Queryable, c: { recipient: string; reason: string; now: Date }): Promise<number> {
-  const leased = 'lease_expires_at IS NOT NULL AND lease_expires_at > $3';
-  const { rowCount } = await q.query(
-    `UPDATE email_outbox
-        SET status = CASE WHEN status = 'pending' AND NOT (${leased}) THEN 'cancelled' ELSE status END,
-            last_error = CASE WHEN status = 'pending' AND NOT (${leased}) THEN $2 ELSE last_error END,
-            payload = CASE WHEN status = 'pending' AND ${leased} THEN payload ELSE payload - 'code' END,
-            expires_at = CASE WHEN status = 'pending' AND ${leased} THEN least(coalesce(expires_at, $3), $3) ELSE expires_at END
-      WHERE recipient = $1 AND (status = 'pending' OR (status = 'dead' AND payload ? 'code'))`,
-    [c.recipient, c.reason, c.now],
   );
   return rowCount;
 }
