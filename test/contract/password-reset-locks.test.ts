@@ -1,7 +1,7 @@
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestContext, type TestContext } from '../helpers/context.js';
-import { createVerifiedUser, PASSWORD, postJson, signIn, signUp, withBearer } from '../helpers/flows.js';
+import { createVerifiedUser, PASSWORD, postJson, resetCode, signIn, signUp, withBearer } from '../helpers/flows.js';
 
 /**
  * Lock order of the password-reset work (PostgreSQL only: PGlite has one connection, so its
@@ -20,16 +20,10 @@ afterAll(async () => ctx?.close());
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
-async function resetCodeFor(email: string): Promise<string> {
+const resetCodeFor = async (email: string): Promise<string> => {
   expect((await postJson(ctx, '/auth/v0/password-reset', { email })).statusCode).toBe(204);
-  for (let i = 0; i < 100; i++) {
-    await ctx.app.outbox.runOnce();
-    const mail = ctx.smtp.messages.find((m) => m.to.includes(email) && /password reset code is (\d{6})/.test(m.raw));
-    if (mail !== undefined) return /password reset code is (\d{6})/.exec(mail.raw)![1]!;
-    await sleep(20);
-  }
-  throw new Error('no reset email');
-}
+  return (await resetCode(ctx, email)).code;
+};
 
 /** Runs `during` while a third transaction holds the user row `FOR UPDATE`; `beforeCommit` runs in that transaction last. */
 async function withUserLocked(userId: string, during: () => Promise<void>, beforeCommit?: (holder: pg.Client) => Promise<void>): Promise<void> {

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import type { LightMyRequestResponse } from 'fastify';
-import { codeFrom } from './smtp.js';
+import { codeFrom, type ReceivedMail } from './smtp.js';
 import type { TestContext } from './context.js';
 
 /** A username, unique per call, that matches the sign-up pattern. */
@@ -35,6 +35,31 @@ export async function latestCode(ctx: TestContext, email: string, minMessages = 
     await new Promise((r) => setTimeout(r, 20));
   }
   throw new Error(`no email to ${email} arrived`);
+}
+
+/** A received message's text with quoted-printable soft breaks and escapes undone. */
+export function textOf(mail: ReceivedMail): string {
+  return mail.raw.replace(/=\r?\n/g, '').replace(/=([0-9A-F]{2})/g, (_, h: string) => String.fromCharCode(parseInt(h, 16)));
+}
+
+/**
+ * Runs the outbox until `count` password-reset emails to `email` have arrived (a reset request
+ * is an outbox row that the worker turns into the code and its email); returns the newest one's
+ * code and text.
+ */
+export async function resetCode(ctx: TestContext, email: string, count = 1): Promise<{ code: string; text: string }> {
+  for (let i = 0; i < 100; i++) {
+    await ctx.app.outbox.runOnce();
+    const mine = ctx.smtp.messages.filter((m) => m.to.includes(email) && /Subject: Reset your password/.test(m.raw));
+    if (mine.length >= count) {
+      const text = textOf(mine[mine.length - 1]!);
+      const m = /password reset code is (\d{6})/.exec(text);
+      if (m === null) throw new Error(`no code in:\n${text}`);
+      return { code: m[1]!, text };
+    }
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  throw new Error(`no reset email to ${email} arrived`);
 }
 
 /** Signs up and verifies a user; returns its credentials and id. */

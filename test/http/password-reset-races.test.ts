@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestContext, type TestContext } from '../helpers/context.js';
-import { createVerifiedUser, PASSWORD, postJson, refresh, refreshCookieOf, signIn } from '../helpers/flows.js';
+import { createVerifiedUser, PASSWORD, postJson, refresh, refreshCookieOf, resetCode, signIn } from '../helpers/flows.js';
 
 /**
  * Password-reset races (docs/api.md#confirm-a-password-reset), on PGlite and, with
@@ -14,16 +14,10 @@ afterAll(async () => ctx.close());
 
 const ROUNDS = 5;
 
-async function resetCodeFor(email: string): Promise<string> {
+const resetCodeFor = async (email: string): Promise<string> => {
   expect((await postJson(ctx, '/auth/v0/password-reset', { email })).statusCode).toBe(204);
-  for (let i = 0; i < 100; i++) {
-    await ctx.app.outbox.runOnce();
-    const mail = ctx.smtp.messages.find((m) => m.to.includes(email) && /password reset code is (\d{6})/.test(m.raw));
-    if (mail !== undefined) return /password reset code is (\d{6})/.exec(mail.raw)![1]!;
-    await new Promise((r) => setTimeout(r, 20));
-  }
-  throw new Error('no reset email');
-}
+  return (await resetCode(ctx, email)).code;
+};
 
 describe('password-reset races', () => {
   it('a reset racing a refresh leaves no live session: the rotated token, if any, is dead too', async () => {

@@ -4,8 +4,7 @@ import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createOneTimeCodes } from '../../src/modules/codes/one-time-codes.service.js';
 import { createTestContext, type TestContext } from '../helpers/context.js';
-import type { ReceivedMail } from '../helpers/smtp.js';
-import { createVerifiedUser, latestCode, PASSWORD, postJson, refresh, signIn, signUp, uniqueName, withBearer } from '../helpers/flows.js';
+import { createVerifiedUser, latestCode, PASSWORD, postJson, refresh, resetCode as resetCodeOf, signIn, signUp, uniqueName, withBearer } from '../helpers/flows.js';
 
 /** Password reset (docs/api.md#request-a-password-reset, docs/api.md#confirm-a-password-reset). */
 const RESET_URL = 'https://app.example.test/account/reset';
@@ -17,30 +16,8 @@ beforeAll(async () => {
 });
 afterAll(async () => ctx.close());
 
-/** The message's text with quoted-printable soft breaks and escapes undone. */
-function textOf(mail: ReceivedMail): string {
-  return mail.raw.replace(/=\r?\n/g, '').replace(/=([0-9A-F]{2})/g, (_, h: string) => String.fromCharCode(parseInt(h, 16)));
-}
-
-function resetMails(email: string): ReceivedMail[] {
-  return ctx.smtp.messages.filter((m) => m.to.includes(email) && /Subject: Reset your password/.test(m.raw));
-}
-
-/** Runs the outbox until `count` reset emails to `email` have arrived; returns the newest one's code and text. */
-async function resetCode(email: string, count = 1): Promise<{ code: string; text: string }> {
-  for (let i = 0; i < 100; i++) {
-    await ctx.app.outbox.runOnce();
-    const mine = resetMails(email);
-    if (mine.length >= count) {
-      const text = textOf(mine[mine.length - 1]!);
-      const m = /password reset code is (\d{6})/.exec(text);
-      if (m === null) throw new Error(`no code in:\n${text}`);
-      return { code: m[1]!, text };
-    }
-    await new Promise((r) => setTimeout(r, 20));
-  }
-  throw new Error(`no reset email to ${email} arrived`);
-}
+/** {@link resetCodeOf} on this file's app. */
+const resetCode = (email: string, count = 1) => resetCodeOf(ctx, email, count);
 
 const requestReset = (email: string, headers: Record<string, string> = {}) => postJson(ctx, '/auth/v0/password-reset', { email }, headers);
 const confirmReset = (email: string, code: string, newPassword = NEW_PASSWORD) =>
@@ -302,13 +279,7 @@ describe('password reset with the breached-password check (PASSWORD_BREACH_CHECK
   it('a breached new password: 400 auth.password_reset.validation_failed with the reason, and the code stays usable', async () => {
     const user = await createVerifiedUser(breachCtx);
     expect((await postJson(breachCtx, '/auth/v0/password-reset', { email: user.email })).statusCode).toBe(204);
-    let code: string | undefined;
-    for (let i = 0; i < 100 && code === undefined; i++) {
-      await breachCtx.app.outbox.runOnce();
-      const mail = breachCtx.smtp.messages.find((m) => m.to.includes(user.email) && /password reset code is (\d{6})/.test(m.raw));
-      code = mail === undefined ? undefined : /password reset code is (\d{6})/.exec(mail.raw)![1];
-      if (code === undefined) await new Promise((r) => setTimeout(r, 20));
-    }
+    const { code } = await resetCodeOf(breachCtx, user.email);
     const refused = await postJson(breachCtx, '/auth/v0/password-reset/confirm', { email: user.email, code, new_password: BREACHED });
     expect(refused.statusCode).toBe(400);
     expect(refused.json()).toEqual({ code: 'auth.password_reset.validation_failed', message: 'password has appeared in a data breach; choose another one.' });
