@@ -34,6 +34,8 @@ import { verificationRoutes } from './modules/verification/verification.routes.j
 import { createVerificationService } from './modules/verification/verification.service.js';
 import { createOneTimeCodes } from './modules/codes/one-time-codes.service.js';
 import { passwordResetRoutes } from './modules/password-reset/password-reset.routes.js';
+import { emailChangeRoutes } from './modules/email-change/email-change.routes.js';
+import { createEmailChangeService } from './modules/email-change/email-change.service.js';
 import { createPasswordResetService, type PasswordResetService } from './modules/password-reset/password-reset.service.js';
 import './plugins/authenticate.js';
 
@@ -224,6 +226,18 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     breachedPasswords,
   });
   app.decorate('passwordReset', passwordReset);
+  const emailChange = createEmailChangeService({
+    db,
+    clock,
+    hasher,
+    codes,
+    limiter,
+    rules,
+    log: app.log,
+    metrics,
+    codeTtlSeconds: config.oneTimeCodeTtlSeconds,
+    onEmailQueued,
+  });
 
   if (deps.startOutboxWorker ?? true) app.addHook('onReady', async () => outbox.start());
   app.addHook('onReady', async () => limiter.start());
@@ -242,6 +256,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   await app.register(
     async (api) => {
       await api.register(usersRoutes({ users, sessions, limiter, signUpPerIp: rules.signUpPerIp }));
+      await api.register(emailChangeRoutes({ emailChange, sessions }));
       await api.register(accountsRoutes({ accounts, sessions }));
       await api.register(sessionsRoutes({ sessions }));
       await api.register(verificationRoutes({ verification }));

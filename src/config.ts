@@ -133,6 +133,10 @@ export interface RateLimitSettings {
   readonly passwordResetPerIp: number;
   /** Failed password-reset confirmations per client per 15 minutes (on top of 5 tries per code). */
   readonly passwordResetConfirmPerIp: number;
+  /** Email-change requests per user per hour, every request (each may send a code). */
+  readonly changeEmailPerUser: number;
+  /** Failed email-change confirmations per client per 15 minutes (on top of 5 tries per code). */
+  readonly changeEmailConfirmPerIp: number;
 }
 
 /** OWASP Password Storage Cheat Sheet, argon2id first configuration; also the lowest accepted values. */
@@ -179,6 +183,13 @@ const DEFAULT_RESEND_PER_IP = 20;
 /** Password-reset requests and failed reset confirmations per client: as resends and failed verifications. */
 const DEFAULT_PASSWORD_RESET_PER_IP = 20;
 const DEFAULT_PASSWORD_RESET_CONFIRM_PER_IP = 20;
+/**
+ * Email-change requests per user per hour: each one can mail a code to an address of the
+ * requester's choice, and a person moving their account needs a few (a typo, a lost email).
+ * Failed confirmations per client: as failed verifications.
+ */
+const DEFAULT_CHANGE_EMAIL_PER_USER = 5;
+const DEFAULT_CHANGE_EMAIL_CONFIRM_PER_IP = 20;
 const MAX_RATE_LIMIT = 1_000_000;
 /**
  * Retention defaults in days (docs/operations.md, "Retention"). Sessions: a month of history
@@ -433,6 +444,8 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>>): C
       resendPerIp: int('RATE_LIMIT_RESEND_PER_IP', DEFAULT_RESEND_PER_IP, 0, MAX_RATE_LIMIT),
       passwordResetPerIp: int('RATE_LIMIT_PASSWORD_RESET_PER_IP', DEFAULT_PASSWORD_RESET_PER_IP, 0, MAX_RATE_LIMIT),
       passwordResetConfirmPerIp: int('RATE_LIMIT_PASSWORD_RESET_CONFIRM_PER_IP', DEFAULT_PASSWORD_RESET_CONFIRM_PER_IP, 0, MAX_RATE_LIMIT),
+      changeEmailPerUser: int('RATE_LIMIT_CHANGE_EMAIL_PER_USER', DEFAULT_CHANGE_EMAIL_PER_USER, 0, MAX_RATE_LIMIT),
+      changeEmailConfirmPerIp: int('RATE_LIMIT_CHANGE_EMAIL_CONFIRM_PER_IP', DEFAULT_CHANGE_EMAIL_CONFIRM_PER_IP, 0, MAX_RATE_LIMIT),
     },
     retention: {
       sessionsDays: int('RETENTION_SESSIONS_DAYS', DEFAULT_RETENTION_SESSIONS_DAYS, 0, MAX_RETENTION_DAYS),

@@ -14,6 +14,7 @@ export const ERROR_CATALOG = {
   'auth.change_password.validation_failed': { status: 400, message: 'The change-password request is invalid.' },
   'auth.delete_account.validation_failed': { status: 400, message: 'The delete-account request is invalid.' },
   'auth.password_reset.validation_failed': { status: 400, message: 'The password-reset request is invalid.' },
+  'auth.change_email.validation_failed': { status: 400, message: 'The change-email request is invalid.' },
   'auth.missing_access_token': { status: 401, message: 'An access token is required: send Authorization: Bearer <token>.' },
   'auth.invalid_access_token': { status: 401, message: 'The access token is invalid, expired, or its session has ended.' },
   'auth.missing_refresh_token': { status: 401, message: 'The refresh_token cookie is missing.' },
@@ -32,12 +33,16 @@ export const ERROR_CATALOG = {
   'auth.sign_up.username_taken': { status: 409, message: 'The username is already taken.' },
   'auth.sign_up.email_taken': { status: 409, message: 'The email address is already registered.' },
   'auth.sign_up.phone_taken': { status: 409, message: 'The phone number is already registered.' },
+  'auth.change_email.email_taken': { status: 409, message: 'The email address is already registered.' },
   'auth.verify_email.code_expired': { status: 410, message: 'There is no active verification code; request a new one.' },
   'auth.verify_email.code_mismatch': { status: 410, message: 'The verification code is wrong.' },
   'auth.verify_email.too_many_attempts': { status: 410, message: 'Too many wrong codes; request a new one.' },
   'auth.password_reset.code_expired': { status: 410, message: 'There is no active password-reset code; request a new one.' },
   'auth.password_reset.code_mismatch': { status: 410, message: 'The password-reset code is wrong.' },
   'auth.password_reset.too_many_attempts': { status: 410, message: 'Too many wrong codes; request a new one.' },
+  'auth.change_email.code_expired': { status: 410, message: 'There is no active email-change code; request a new one.' },
+  'auth.change_email.code_mismatch': { status: 410, message: 'The email-change code is wrong.' },
+  'auth.change_email.too_many_attempts': { status: 410, message: 'Too many wrong codes; request a new one.' },
   'request.body_too_large': { status: 413, message: 'The request body is too large.' },
   'auth.resend_verification.too_many_attempts': { status: 429, message: 'A code was sent recently; try again later.' },
   'auth.sign_in.too_many_attempts': { status: 429, message: 'Too many failed sign-ins; try again later.' },
@@ -46,9 +51,10 @@ export const ERROR_CATALOG = {
   'auth.sign_up.too_many_attempts': { status: 429, message: 'Too many sign-ups from this network; try again later.' },
   // `auth.verify_email.too_many_attempts` is taken by the 410 of a dead code (docs/api.md#error-codes).
   'auth.verify_email.rate_limited': { status: 429, message: 'Too many failed verifications from this network; try again later.' },
-  // docs/api.md#password-reset answers a rate limit with the same code as a dead code, told apart by
-  // the status (429 here, 410 above): `wire` is the code the body carries.
+  // docs/api.md#password-reset and docs/api.md#change-email answer a rate limit with the same code as
+  // a dead code, told apart by the status (429 here, 410 above): `wire` is the code the body carries.
   'auth.password_reset.rate_limited': { status: 429, wire: 'auth.password_reset.too_many_attempts', message: 'Too many password-reset attempts; try again later.' },
+  'auth.change_email.rate_limited': { status: 429, wire: 'auth.change_email.too_many_attempts', message: 'Too many email-change attempts; try again later.' },
   internal_error: { status: 500, message: 'Internal error.' },
   service_unavailable: { status: 503, message: 'The service is temporarily unavailable; try again shortly.' },
 } as const satisfies Record<string, CatalogEntry>;

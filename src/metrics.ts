@@ -14,6 +14,8 @@ export type RefreshOutcome = 'rotated' | 'grace_replay' | 'reused' | 'invalid' |
 
 /** A password-reset request accepted (known address or not: the count reveals no account), or a reset completed. */
 export type PasswordResetOutcome = 'requested' | 'completed';
+/** Outcomes of `auth_email_changes_total`: a code sent to a new address, or the address replaced. */
+export type EmailChangeOutcome = 'requested' | 'completed';
 /**
  * Why accounts were deleted: by their owner (delete-account), by an operator (`latchkey users
  * delete`), or by the retention worker (an email never verified in UNVERIFIED_ACCOUNT_TTL_SECONDS).
@@ -73,6 +75,8 @@ export interface AuthMetrics {
   sessionsRevoked(cause: Exclude<RevocationReason, 'revoked_by_admin'>, count?: number): void;
   /** Counts a password-reset outcome (`auth_password_resets_total{outcome}`). */
   passwordReset(outcome: PasswordResetOutcome): void;
+  /** Counts an email-change outcome (`auth_email_changes_total{outcome}`). */
+  emailChange(outcome: EmailChangeOutcome): void;
   /** Counts deleted accounts (`auth_accounts_deleted_total{cause}`); `count` 0 counts nothing. */
   accountsDeleted(cause: AccountDeletionCause, count?: number): void;
   /** Counts an email accepted by the SMTP server (`auth_emails_sent_total`). */
@@ -136,6 +140,12 @@ export function createAuthMetrics(options: { readonly defaultMetrics?: boolean }
     labelNames: ['outcome'] as const,
     registers,
   });
+  const emailChanges = new Counter({
+    name: `${PREFIX}email_changes_total`,
+    help: 'Email changes by outcome: requested (a code sent to the new address), completed (the address replaced).',
+    labelNames: ['outcome'] as const,
+    registers,
+  });
   const accountsDeleted = new Counter({
     name: `${PREFIX}accounts_deleted_total`,
     help: 'Accounts deleted, by cause: owner (delete-account), operator (users delete), unverified_expired (retention).',
@@ -156,6 +166,7 @@ export function createAuthMetrics(options: { readonly defaultMetrics?: boolean }
   for (const outcome of ['retry', 'dead'] satisfies EmailFailureOutcome[]) emailsFailed.inc({ outcome }, 0);
   for (const cause of ['owner', 'operator', 'unverified_expired'] satisfies AccountDeletionCause[]) accountsDeleted.inc({ cause }, 0);
   for (const outcome of ['requested', 'completed'] satisfies PasswordResetOutcome[]) passwordResets.inc({ outcome }, 0);
+  for (const outcome of ['requested', 'completed'] satisfies EmailChangeOutcome[]) emailChanges.inc({ outcome }, 0);
 
   return {
     registry,
@@ -165,6 +176,7 @@ export function createAuthMetrics(options: { readonly defaultMetrics?: boolean }
       if (count > 0) revoked.inc({ cause }, count);
     },
     passwordReset: (outcome) => passwordResets.inc({ outcome }),
+    emailChange: (outcome) => emailChanges.inc({ outcome }),
     accountsDeleted: (cause, count = 1) => {
       if (count > 0) accountsDeleted.inc({ cause }, count);
     },

@@ -237,6 +237,23 @@ const FIXTURES: Record<string, Fixture> = {
     const { session } = await signedIn(ctx, example, example.body!.current_password as string);
     return { headers: { authorization: `Bearer ${session.accessToken}` } };
   },
+  changeEmail: async (ctx, example) => {
+    const { session } = await signedIn(ctx, example, example.body!.password as string);
+    return { headers: { authorization: `Bearer ${session.accessToken}` } };
+  },
+  confirmEmailChange: async (ctx, example) => {
+    const { session } = await signedIn(ctx, example);
+    const headers = { authorization: `Bearer ${session.accessToken}` };
+    const response = await postJson(ctx, '/auth/v0/change-email', { new_email: 'alice@example.org', password: PASSWORD }, headers);
+    expect(response.statusCode, response.body).toBe(204);
+    const { rows } = await ctx.db.query<{ id: string }>(
+      "SELECT id FROM verification_codes WHERE purpose = 'email_change' AND consumed_at IS NULL AND superseded_at IS NULL",
+    );
+    expect(rows).toHaveLength(1);
+    const code = example.body!.code as string;
+    await ctx.db.query('UPDATE verification_codes SET code_hash = $2 WHERE id = $1', [rows[0]!.id, hmacSha256(ctx.app.keys.codeHmacKey, `${rows[0]!.id}:${code}`)]);
+    return { headers };
+  },
   deleteAccount: async (ctx, example) => {
     const { session } = await signedIn(ctx, example, example.body!.password as string);
     return { headers: { authorization: `Bearer ${session.accessToken}` } };

@@ -43,6 +43,8 @@ const EXPECTED: Record<string, { statuses: string[]; security?: 'bearerAuth' | '
   'post /auth/v0/logout': { statuses: ['204', '401'], security: 'bearerAuth' },
   'post /auth/v0/change-password': { statuses: ['204', '400', '401', '413', '429'], security: 'bearerAuth' },
   'post /auth/v0/delete-account': { statuses: ['204', '400', '401', '413', '429'], security: 'bearerAuth' },
+  'post /auth/v0/change-email': { statuses: ['204', '400', '401', '409', '413', '429'], security: 'bearerAuth' },
+  'post /auth/v0/change-email/confirm': { statuses: ['200', '400', '401', '409', '410', '413', '429'], security: 'bearerAuth' },
   'get /auth/v0/me': { statuses: ['200', '401'], security: 'bearerAuth' },
   'get /auth/v0/sessions': { statuses: ['200', '401'], security: 'bearerAuth' },
   'delete /auth/v0/sessions': { statuses: ['204', '401'], security: 'bearerAuth' },
@@ -60,7 +62,7 @@ const TAG_OPERATIONS: [string, string[]][] = [
   ['Sign-in and tokens', ['signIn', 'refresh', 'logout']],
   ['Account recovery', ['requestPasswordReset', 'confirmPasswordReset']],
   ['Sessions', ['listSessions', 'revokeAllSessions', 'revokeSession']],
-  ['Account', ['getMe', 'changePassword', 'deleteAccount']],
+  ['Account', ['getMe', 'changePassword', 'changeEmail', 'confirmEmailChange', 'deleteAccount']],
   ['Keys', ['getJwks']],
   ['Operations', ['getLiveness', 'getReadiness', 'getMetrics', 'getOpenApiDocument']],
 ];

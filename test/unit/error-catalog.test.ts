@@ -17,15 +17,18 @@ describe('error catalog (docs/api.md#error-codes)', () => {
       'auth.missing_access_token', 'auth.missing_refresh_token', 'auth.invalid_refresh_token', 'auth.refresh_token_reused',
     ].sort());
     expect(byStatus(410)).toEqual([
+      'auth.change_email.code_expired', 'auth.change_email.code_mismatch', 'auth.change_email.too_many_attempts',
       'auth.password_reset.code_expired', 'auth.password_reset.code_mismatch', 'auth.password_reset.too_many_attempts',
       'auth.verify_email.code_expired', 'auth.verify_email.code_mismatch', 'auth.verify_email.too_many_attempts',
     ]);
-    expect(byStatus(409)).toEqual(['auth.sign_up.email_taken', 'auth.sign_up.phone_taken', 'auth.sign_up.username_taken']);
+    expect(byStatus(409)).toEqual(['auth.change_email.email_taken', 'auth.sign_up.email_taken', 'auth.sign_up.phone_taken', 'auth.sign_up.username_taken']);
   });
 
-  it('a code two entries share is told apart by its status (password reset: 429 rate limit, 410 dead code)', () => {
-    expect(wireCode('auth.password_reset.rate_limited')).toBe('auth.password_reset.too_many_attempts');
-    expect(ERROR_CATALOG['auth.password_reset.rate_limited'].status).toBe(429);
-    expect(ERROR_CATALOG['auth.password_reset.too_many_attempts'].status).toBe(410);
+  it('a code two entries share is told apart by its status (password reset, email change: 429 rate limit, 410 dead code)', () => {
+    for (const op of ['password_reset', 'change_email'] as const) {
+      expect(wireCode(`auth.${op}.rate_limited`)).toBe(`auth.${op}.too_many_attempts`);
+      expect(ERROR_CATALOG[`auth.${op}.rate_limited`].status).toBe(429);
+      expect(ERROR_CATALOG[`auth.${op}.too_many_attempts`].status).toBe(410);
+    }
   });
 });

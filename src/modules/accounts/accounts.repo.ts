@@ -7,6 +7,8 @@ export interface DeletedUser {
   username: string;
   email: string | null;
   is_email_verified: boolean;
+  /** The new addresses of its unconfirmed email changes: their code emails are queued to them, not to `email`. */
+  pendingEmailChanges: string[];
 }
 
 /**
@@ -46,11 +48,16 @@ export async function deleteUser(q: Queryable, userId: string, guard: { expected
     tokens = rows.length;
   }
   await q.query('SELECT id FROM sessions WHERE user_id = $1 FOR UPDATE', [userId]);
-  const { rows } = await q.query<DeletedUser>(
+  const pending = await q.query<{ email: string }>(
+    `SELECT DISTINCT email FROM verification_codes
+      WHERE user_id = $1 AND purpose = 'email_change' AND consumed_at IS NULL AND superseded_at IS NULL`,
+    [userId],
+  );
+  const { rows } = await q.query<Omit<DeletedUser, 'pendingEmailChanges'>>(
     'DELETE FROM users WHERE id = $1 RETURNING id, username, email, is_email_verified',
     [userId],
   );
-  return rows[0];
+  return rows[0] === undefined ? undefined : { ...rows[0], pendingEmailChanges: pending.rows.map((r) => r.email) };
 }
 
 /**
@@ -94,8 +101,8 @@ export async function deleteAccountRateLimits(q: Queryable, userId: string): Pro
  * on the newest row version, so a user verified since the statement began stays.
  * @returns the deleted users.
  */
-export async function deleteExpiredUnverifiedUsers(q: Queryable, c: { createdBefore: Date; limit: number }): Promise<DeletedUser[]> {
-  const { rows } = await q.query<DeletedUser>(
+export async function deleteExpiredUnverifiedUsers(q: Queryable, c: { createdBefore: Date; limit: number }): Promise<Omit<DeletedUser, 'pendingEmailChanges'>[]> {
+  const { rows } = await q.query<Omit<DeletedUser, 'pendingEmailChanges'>>(
     `WITH expired AS MATERIALIZED (
        SELECT id, ctid FROM users
         WHERE email IS NOT NULL AND NOT is_email_verified AND created_at < $1

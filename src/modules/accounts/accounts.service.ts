@@ -4,7 +4,7 @@ import type { PasswordHasher } from '../../crypto/password.js';
 import { AppError } from '../../errors.js';
 import { createAuthMetrics, type AccountDeletionCause, type AuthMetrics } from '../../metrics.js';
 import { queueSecurityNotice, type NoticeClient } from '../mail/notices.js';
-import { cancelEmailsTo } from '../mail/outbox.repo.js';
+import { cancelEmailsTo, cancelPendingEmails } from '../mail/outbox.repo.js';
 import type { RateLimitRules } from '../rate-limits/rate-limits.rules.js';
 import type { RateLimiter } from '../rate-limits/rate-limits.service.js';
 import type { UserRow } from '../users/users.repo.js';
@@ -20,7 +20,7 @@ export const DELETED_ACCOUNT_REASON = 'account deleted';
  * answer 401 at the next request and its identifiers are free; deletes its per-account
  * rate-limit windows ({@link deleteAccountRateLimits}); cancels the emails queued to its address
  * and not yet sent ({@link cancelEmailsTo}) and deletes the finished ones
- * ({@link deleteFinishedEmailsTo}); then queues the `account_deleted` notice to its verified
+ * ({@link deleteFinishedEmailsTo}), and the code emails of its unconfirmed email changes; then queues the `account_deleted` notice to its verified
  * address (docs/api.md#security-notices), which keeps the address, the username, the time, IP
  * address and user agent, and no reference to the user, until the retention worker deletes it. Shared by delete-account and `latchkey users delete`.
  * @param d.expectedHash delete only while the password hash is this one (delete-account checked it).
@@ -38,6 +38,9 @@ export async function eraseAccount(
     if (user.email !== null) {
       await cancelEmailsTo(tx, { recipient: user.email, reason: DELETED_ACCOUNT_REASON, now: d.now });
       await deleteFinishedEmailsTo(tx, user.email);
+    }
+    for (const recipient of user.pendingEmailChanges) {
+      await cancelPendingEmails(tx, { kind: 'email_change', recipient, reason: DELETED_ACCOUNT_REASON, now: d.now });
     }
     const address = noticeAddress(user);
     if (address !== null) await queueSecurityNotice(tx, { kind: 'account_deleted', recipient: address, username: user.username, at: d.now, client: d.client });

@@ -12,6 +12,9 @@ export type SecurityEventName =
   | 'account.deleted'
   | 'password.reset'
   | 'password_reset.rate_limited'
+  | 'email_change.requested'
+  | 'email_change.rate_limited'
+  | 'email.changed'
   | 'session.revoked';
 
 /** What an event may carry: ids and the client IP, never a secret (no password, token or code). */

@@ -12,7 +12,7 @@ export const MAX_CODE_ATTEMPTS = 5;
 
 /** The outcome of {@link OneTimeCodes.check}: the right code (still live, not consumed yet), or why not. */
 export type CodeCheck =
-  | { readonly outcome: 'right'; readonly codeId: string }
+  | { readonly outcome: 'right'; readonly codeId: string; /** The address the code was sent to. */ readonly email: string }
   /** `none`: no live code (never issued, expired, superseded or consumed); `dead`: 5 wrong tries; `wrong`: a try counted. */
   | { readonly outcome: 'none' | 'dead' | 'wrong' };
 
@@ -32,25 +32,32 @@ export interface OneTimeCodesDeps {
  */
 export interface OneTimeCodes {
   /**
-   * Issues a code of `purpose` for `user.email`: supersedes the user's older codes of that
-   * purpose, cancels their emails still waiting in the outbox (outbox kind = purpose; one being
-   * sent right now is made to expire, so a failed attempt is not retried after the newer email),
-   * stores the new code's HMAC and queues its email, so all commit together. Does nothing when
-   * the user was deleted (or changed address) since the caller looked it up.
-   * @returns false when there is no such user any more (no code, no email).
+   * Issues a code of `purpose` to `recipient` (default `user.email`, the user's own address; an
+   * email change sends it to the new address): supersedes the user's older codes of that
+   * purpose, cancels their emails still waiting in the outbox (outbox kind = purpose, to the new
+   * recipient and to the addresses of the superseded codes; one being sent right now is made to
+   * expire, so a failed attempt is not retried after the newer email), stores the new code's
+   * HMAC bound to `recipient` and queues its email, so all commit together. Does nothing when
+   * the user was deleted (or its address is no longer `user.email`) since the caller looked it up.
+   * @returns false when there is no such user any more, or no address to send to (no code, no email).
    */
-  issue(tx: Queryable, c: { purpose: CodePurpose; user: { id: string; username: string; email: string }; ttlSeconds: number }): Promise<boolean>;
+  issue(
+    tx: Queryable,
+    c: { purpose: CodePurpose; user: { id: string; username: string; email: string | null }; recipient?: string; ttlSeconds: number },
+  ): Promise<boolean>;
   /**
-   * Compares `code` with the user's live code of `purpose` for `email`, holding its row lock
-   * until `tx` ends: a wrong code counts a try (committed with `tx`), a right one is left live
-   * for {@link consume}. Parallel checks of one code serialise on the lock.
+   * Compares `code` with the user's live code of `purpose` for `email` (null: the latest live
+   * code whatever its address, as an email change's confirmation names none), holding its row
+   * lock until `tx` ends: a wrong code counts a try (committed with `tx`), a right one is left
+   * live for {@link consume}. Parallel checks of one code serialise on the lock.
    */
-  check(tx: Queryable, c: { purpose: CodePurpose; userId: string; email: string; code: string }): Promise<CodeCheck>;
+  check(tx: Queryable, c: { purpose: CodePurpose; userId: string; email: string | null; code: string }): Promise<CodeCheck>;
   /** Consumes a code found right by {@link check}. @returns true for the one caller that consumed it (a race's winner). */
   consume(tx: Queryable, codeId: string): Promise<boolean>;
   /**
    * Ends every live code of the user for `purpose` (a password change kills outstanding reset
-   * codes) and cancels their emails still waiting in the outbox to `user.email` (as {@link issue}).
+   * codes) and cancels their emails still waiting in the outbox, to `user.email` and to the
+   * addresses of the ended codes (as {@link issue}).
    * @returns how many codes it ended.
    */
   revokeAll(tx: Queryable, purpose: CodePurpose, user: { id: string; email: string | null }): Promise<number>;
@@ -61,14 +68,16 @@ export function createOneTimeCodes(deps: OneTimeCodesDeps): OneTimeCodes {
   const { clock, codeHmacKey } = deps;
   const hashCode = (codeId: string, code: string): string => hmacSha256(codeHmacKey, `${codeId}:${code}`);
   return {
-    async issue(tx, { purpose, user, ttlSeconds }) {
+    async issue(tx, { purpose, user, recipient = user.email ?? undefined, ttlSeconds }) {
+      if (recipient === undefined) return false;
       const now = clock.now();
       const code = newVerificationCode();
       const id = randomUUID();
       const expiresAt = new Date(now.getTime() + ttlSeconds * 1000);
-      if (!(await replaceCode(tx, { id, purpose, userId: user.id, email: user.email, codeHash: hashCode(id, code), now, expiresAt }))) return false;
-      await cancelPendingEmails(tx, { kind: purpose, recipient: user.email, reason: 'superseded by a newer code', now });
-      await enqueueEmail(tx, { id: randomUUID(), kind: purpose, recipient: user.email, payload: { username: user.username, code }, now, expiresAt });
+      const superseded = await replaceCode(tx, { id, purpose, userId: user.id, userEmail: user.email, email: recipient, codeHash: hashCode(id, code), now, expiresAt });
+      if (superseded === undefined) return false;
+      await cancelCodeEmails(tx, purpose, [recipient, ...superseded], 'superseded by a newer code', now);
+      await enqueueEmail(tx, { id: randomUUID(), kind: purpose, recipient, payload: { username: user.username, code }, now, expiresAt });
       return true;
     },
 
@@ -80,16 +89,21 @@ export function createOneTimeCodes(deps: OneTimeCodesDeps): OneTimeCodes {
         const attempts = await recordWrongAttempt(tx, live.id);
         return { outcome: attempts >= MAX_CODE_ATTEMPTS ? 'dead' : 'wrong' };
       }
-      return { outcome: 'right', codeId: live.id };
+      return { outcome: 'right', codeId: live.id, email: live.email };
     },
 
     consume: (tx, codeId) => consumeCode(tx, codeId, clock.now()),
 
     async revokeAll(tx, purpose, user) {
       const now = clock.now();
-      const ended = await supersedeCodes(tx, purpose, user.id, now);
-      if (user.email !== null) await cancelPendingEmails(tx, { kind: purpose, recipient: user.email, reason: 'its code was revoked', now });
-      return ended;
+      const ended = await supersedeCodes(tx, { purpose, userId: user.id, now });
+      await cancelCodeEmails(tx, purpose, user.email === null ? ended : [user.email, ...ended], 'its code was revoked', now);
+      return ended.length;
     },
   };
+}
+
+/** Cancels the queued emails of `purpose` to each of `recipients` (duplicates ignored). */
+async function cancelCodeEmails(tx: Queryable, purpose: CodePurpose, recipients: readonly string[], reason: string, now: Date): Promise<void> {
+  for (const recipient of new Set(recipients)) await cancelPendingEmails(tx, { kind: purpose, recipient, reason, now });
 }

@@ -73,6 +73,22 @@ export function securityNoticeEmail(input: {
 }
 
 /**
+ * "What to send": the code that confirms a new email address (docs/api.md#change-email). It goes
+ * to the new address; whoever reads it proves control of that mailbox. Nothing changes if the
+ * code is never used.
+ */
+export function emailChangeEmail(input: { username: string; code: string; expiresInSeconds: number }): { subject: string; text: string } {
+  const minutes = Math.max(1, Math.ceil(input.expiresInSeconds / 60));
+  return {
+    subject: 'Confirm your new email address',
+    text:
+      `Hello ${input.username},\n\n` +
+      `Your code to confirm this address as the new email address of your account is ${input.code}.\n` +
+      `It expires in ${minutes} minutes. If you did not ask for this, ignore this email: no account will use this address.\n`,
+  };
+}
+
+/**
  * The link of a password-reset email: `{PASSWORD_RESET_URL}#email=<urlencoded>&code=<code>`
  * (docs/api.md#request-a-password-reset). Built from the configured URL only, never from a
  * request's Host or X-Forwarded-* headers (a forged header must not send the code to another

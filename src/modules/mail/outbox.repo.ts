@@ -21,7 +21,7 @@ export interface SecurityNoticePayload {
 }
 
 /** The kinds of outbox rows that carry a one-time code: one per code purpose (src/modules/codes/). */
-export type CodeEmailKind = 'verification' | 'password_reset';
+export type CodeEmailKind = 'verification' | 'password_reset' | 'email_change';
 
 /**
  * A password-reset request waiting for its work (no email of its own): the worker looks the

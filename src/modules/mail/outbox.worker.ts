@@ -3,7 +3,7 @@ import type { FastifyBaseLogger } from 'fastify';
 import type { Clock } from '../../clock.js';
 import type { Db, Queryable } from '../../db/db.js';
 import { createAuthMetrics, type AuthMetrics } from '../../metrics.js';
-import { passwordResetEmail, passwordResetLink, securityNoticeEmail, verificationEmail } from './mail.templates.js';
+import { passwordResetEmail, emailChangeEmail, passwordResetLink, securityNoticeEmail, verificationEmail } from './mail.templates.js';
 import { MailSendError, type MailTransport } from './mail.transport.js';
 import { cancelExpiredEmails, claimDueEmails, markCancelled, markFailed, markSent, releaseLeases, type ClaimedEmail } from './outbox.repo.js';
 
@@ -53,6 +53,7 @@ function contentOf(row: Exclude<ClaimedEmail, { kind: 'password_reset_request' }
     const link = passwordResetUrl === undefined ? undefined : passwordResetLink(passwordResetUrl, row.recipient, code);
     return passwordResetEmail({ username, code, expiresInSeconds, link });
   }
+  if (row.kind === 'email_change') return emailChangeEmail({ username, code, expiresInSeconds });
   return verificationEmail({ username, code, expiresInSeconds });
 }
 

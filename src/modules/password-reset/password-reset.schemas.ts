@@ -4,9 +4,10 @@ import { withRule } from '../../errors.js';
 import { EmailAddressSchema, EXAMPLE_USER, NewPasswordSchema } from '../users/users.schemas.js';
 
 /** The code of the examples in the OpenAPI document. */
-const EXAMPLE_CODE = '581204';
+export const EXAMPLE_CODE = '581204';
 
-const Code = withRule(
+/** A one-time code as a request carries it (docs/api.md#one-time-codes): reset and email change. */
+export const OneTimeCodeSchema = withRule(
   Type.String({ pattern: `^[0-9]{${VERIFICATION_CODE_DIGITS}}$`, examples: [EXAMPLE_CODE] }),
   `must be the ${VERIFICATION_CODE_DIGITS} digits of the code in the email`,
 );
@@ -19,7 +20,7 @@ export const PasswordResetRequestSchema = Type.Object(
 
 /** POST /password-reset/confirm body (docs/api.md#confirm-a-password-reset). */
 export const PasswordResetConfirmSchema = Type.Object(
-  { email: EmailAddressSchema, code: Code, new_password: NewPasswordSchema },
+  { email: EmailAddressSchema, code: OneTimeCodeSchema, new_password: NewPasswordSchema },
   {
     title: 'PasswordResetConfirmRequest',
     additionalProperties: false,

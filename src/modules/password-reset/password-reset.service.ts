@@ -161,6 +161,8 @@ export function createPasswordResetService(deps: PasswordResetDeps): PasswordRes
         await setPasswordHash(tx, user.id, newHash, now);
         const count = await revokeAllSessions(tx, user.id, 'password_reset', now);
         await codes.revokeAll(tx, 'password_reset', { id: user.id, email });
+        // An email change asked for with the old password must not complete after it changed.
+        await codes.revokeAll(tx, 'email_change', { id: user.id, email: null });
         await markEmailVerified(tx, user.id, email, now);
         await queueSecurityNotice(tx, { kind: 'password_reset', recipient: email, username: user.username, at: now, client });
         return count;

@@ -42,6 +42,10 @@ export interface RateLimitRules {
   readonly passwordResetPerIp: RateLimitRule;
   /** Failed password-reset confirmations per client network (the 5 tries of each code bound the guesses per address). */
   readonly passwordResetConfirmPerIp: RateLimitRule;
+  /** Email-change requests per user, every one counted before argon2id: each may mail a code, and a wrong password is a guess. */
+  readonly changeEmailPerUser: RateLimitRule;
+  /** Failed email-change confirmations per client network (the 5 tries of each code bound the guesses per request). */
+  readonly changeEmailConfirmPerIp: RateLimitRule;
 }
 
 /** Builds the rules from the configured limits. */
@@ -60,5 +64,7 @@ export function rateLimitRules(settings: RateLimitSettings): RateLimitRules {
     passwordResetPerAddress: { name: 'password_reset', subject: 'secret', limit: 1, windowSeconds: RESEND_WINDOW_SECONDS },
     passwordResetPerIp: { name: 'password_reset_ip', subject: 'client', limit: settings.passwordResetPerIp, windowSeconds: HOUR_WINDOW_SECONDS },
     passwordResetConfirmPerIp: { name: 'password_reset_confirm_ip', subject: 'client', limit: settings.passwordResetConfirmPerIp, windowSeconds: FAILURE_WINDOW_SECONDS },
+    changeEmailPerUser: { name: 'change_email_user', subject: 'secret', limit: settings.changeEmailPerUser, windowSeconds: HOUR_WINDOW_SECONDS },
+    changeEmailConfirmPerIp: { name: 'change_email_confirm_ip', subject: 'client', limit: settings.changeEmailConfirmPerIp, windowSeconds: FAILURE_WINDOW_SECONDS },
   };
 }

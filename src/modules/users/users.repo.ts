@@ -95,6 +95,32 @@ export async function lockUser(q: Queryable, id: string): Promise<boolean> {
   return rows.length === 1;
 }
 
+/** {@link lockUser} that also returns the row as it is now; undefined when there is no such user. */
+export async function lockUserRow(q: Queryable, id: string): Promise<UserRow | undefined> {
+  const { rows } = await q.query<UserRow>(`SELECT ${USER_COLUMNS} FROM users WHERE id = $1 FOR UPDATE`, [id]);
+  return rows[0];
+}
+
+/**
+ * Replaces the user's email with `email`, verified (a code sent to it was confirmed,
+ * docs/api.md#confirm-an-email-change). The unique index decides races: of two users confirming
+ * one address, one update succeeds and the other waits for its commit, then fails.
+ * @returns the updated row, or undefined when there is no such user.
+ * @throws AppError `auth.change_email.email_taken` (409) when another user has the address.
+ */
+export async function replaceEmail(q: Queryable, userId: string, email: string, now: Date): Promise<UserRow | undefined> {
+  try {
+    const { rows } = await q.query<UserRow>(
+      `UPDATE users SET email = $2, is_email_verified = true, updated_at = $3 WHERE id = $1 RETURNING ${USER_COLUMNS}`,
+      [userId, email, now],
+    );
+    return rows[0];
+  } catch (err) {
+    if (sqlState(err) === UNIQUE_VIOLATION && constraintName(err) === 'users_email_key') throw new AppError('auth.change_email.email_taken', { cause: err });
+    throw err;
+  }
+}
+
 /** The user with this id, or undefined. */
 export async function findUserById(q: Queryable, id: string): Promise<UserRow | undefined> {
   const { rows } = await q.query<UserRow>(`SELECT ${USER_COLUMNS} FROM users WHERE id = $1`, [id]);

@@ -138,6 +138,8 @@ export function createUsersService(deps: UsersDeps): UsersService {
         const count = await revokeAllSessions(tx, user.id, 'password_changed', now);
         // A reset code issued before the change must not undo it (docs/api.md#change-password).
         await codes.revokeAll(tx, 'password_reset', { id: user.id, email: user.email });
+        // An email change asked for with the old password must not complete after it changed.
+        await codes.revokeAll(tx, 'email_change', { id: user.id, email: null });
         const address = noticeAddress(user);
         if (address !== null) {
           await queueSecurityNotice(tx, { kind: 'password_changed', recipient: address, username: user.username, at: now, client });

@@ -1,0 +1,152 @@
+import type { FastifyBaseLogger } from 'fastify';
+import type { Clock } from '../../clock.js';
+import type { Db } from '../../db/db.js';
+import type { PasswordHasher } from '../../crypto/password.js';
+import { AppError, type ErrorCode } from '../../errors.js';
+import type { AuthMetrics } from '../../metrics.js';
+import { securityEvent } from '../audit/security-events.js';
+import type { CodeCheck, OneTimeCodes } from '../codes/one-time-codes.service.js';
+import { queueSecurityNotice, type NoticeClient } from '../mail/notices.js';
+import { UNKNOWN_CLIENT } from '../rate-limits/client-network.js';
+import type { RateLimitRules } from '../rate-limits/rate-limits.rules.js';
+import type { RateLimiter } from '../rate-limits/rate-limits.service.js';
+import { findUserByEmail, lockUserRow, replaceEmail, type UserRow } from '../users/users.repo.js';
+import { noticeAddress } from '../users/users.service.js';
+
+/** Dependencies of {@link createEmailChangeService}. */
+export interface EmailChangeDeps {
+  readonly db: Db;
+  readonly clock: Clock;
+  readonly hasher: PasswordHasher;
+  /** The one-time codes of every purpose; these are of purpose `email_change`. */
+  readonly codes: OneTimeCodes;
+  readonly limiter: RateLimiter;
+  readonly rules: Pick<RateLimitRules, 'changeEmailPerUser' | 'changeEmailConfirmPerIp'>;
+  readonly log: FastifyBaseLogger;
+  readonly metrics: Pick<AuthMetrics, 'emailChange'>;
+  /** ONE_TIME_CODE_TTL_SECONDS. */
+  readonly codeTtlSeconds: number;
+  /** Called after a commit that queued an email. */
+  readonly onEmailQueued: () => void;
+}
+
+/**
+ * Email change, and the adding of an email to a phone-only account, by a code sent to the new
+ * address (docs/api.md#change-email, docs/api.md#confirm-an-email-change). Nothing changes until
+ * the code is confirmed: the account keeps its address, and signs in with it, meanwhile.
+ */
+export interface EmailChangeService {
+  /**
+   * Asks to move `user` (the caller of a Bearer request) to `newEmail` (already normalised). In
+   * this order: `newEmail` equal to the current address is 400; every other request is counted
+   * against the user (RATE_LIMIT_CHANGE_EMAIL_PER_USER per hour, before argon2id, never taken
+   * back, since each one may mail a code); the password is checked; an address another user has
+   * is 409 (after the password, so a stolen access token alone cannot probe which addresses
+   * have accounts). Then, in one transaction: an `email_change` code bound to `newEmail` is
+   * issued (superseding the user's older email-change codes and cancelling their queued
+   * emails) with its email to `newEmail`, and an `email_change_requested` notice goes to the
+   * current address if it is verified (docs/api.md#security-notices).
+   * @throws AppError `auth.change_email.validation_failed` (400), `auth.invalid_current_password`
+   *   (401, also when the password or the address changed meanwhile), `auth.change_email.email_taken`
+   *   (409), `auth.change_email.rate_limited` (429, body code `auth.change_email.too_many_attempts`, Retry-After).
+   */
+  request(user: UserRow, input: { newEmail: string; password: string }, client: NoticeClient): Promise<void>;
+  /**
+   * Confirms the change with the code sent to the new address. The user row is locked, then the
+   * user's latest live email-change code (a wrong code counts one of its 5 tries and commits it).
+   * The right code is consumed and, in the same transaction, the address replaced and marked
+   * verified; the user's other email-change codes, and its verification and reset codes (they
+   * were sent to the old address), end; an `email_changed` notice goes to the old address if it
+   * was verified. Sessions are kept. Of two parallel confirmations one wins (the other gets
+   * `code_expired`); of two users confirming one address, one wins and the other gets 409, its
+   * code still live. Failed confirmations count against the client network
+   * (RATE_LIMIT_CHANGE_EMAIL_CONFIRM_PER_IP per 15 minutes), a success takes its count back.
+   * @returns the user as it is now.
+   * @throws AppError `auth.change_email.code_expired` / `code_mismatch` / `too_many_attempts` (410),
+   *   `auth.change_email.email_taken` (409), `auth.change_email.rate_limited` (429, Retry-After).
+   */
+  confirm(user: UserRow, input: { code: string }, client: NoticeClient): Promise<UserRow>;
+}
+
+/** The 410 of each failed check (docs/api.md#confirm-an-email-change). */
+const CHECK_FAILURE: Record<Exclude<CodeCheck['outcome'], 'right'>, ErrorCode> = {
+  none: 'auth.change_email.code_expired',
+  dead: 'auth.change_email.too_many_attempts',
+  wrong: 'auth.change_email.code_mismatch',
+};
+
+/** Builds the {@link EmailChangeService}. */
+export function createEmailChangeService(deps: EmailChangeDeps): EmailChangeService {
+  const { db, clock, hasher, codes, limiter, rules, log, metrics, codeTtlSeconds, onEmailQueued } = deps;
+
+  const rateLimited = (retryAfterSeconds: number, ip: string | null, reason: string): AppError => {
+    securityEvent(log, 'email_change.rate_limited', { ip, reason });
+    return new AppError('auth.change_email.rate_limited', { headers: { 'retry-after': String(retryAfterSeconds) } });
+  };
+
+  return {
+    async request(user, input, client) {
+      const { newEmail } = input;
+      if (newEmail === user.email) {
+        throw new AppError('auth.change_email.validation_failed', { message: 'new_email is already the email address of the account.' });
+      }
+      const verdict = await limiter.hit(rules.changeEmailPerUser, user.id);
+      if (!verdict.allowed) throw rateLimited(verdict.retryAfterSeconds, client.ip, 'request');
+      if (!(await hasher.verify(user.password_hash, input.password.normalize('NFKC')))) {
+        throw new AppError('auth.invalid_current_password');
+      }
+      if ((await findUserByEmail(db, newEmail)) !== undefined) throw new AppError('auth.change_email.email_taken');
+      const now = clock.now();
+      const notice = noticeAddress(user);
+      const issued = await db.transaction(async (tx) => {
+        // Guarded by the address the caller had: a change confirmed meanwhile makes this one stale.
+        const target = { id: user.id, username: user.username, email: user.email };
+        if (!(await codes.issue(tx, { purpose: 'email_change', user: target, recipient: newEmail, ttlSeconds: codeTtlSeconds }))) return false;
+        if (notice !== null) await queueSecurityNotice(tx, { kind: 'email_change_requested', recipient: notice, username: user.username, at: now, client });
+        return true;
+      });
+      if (!issued) throw new AppError('auth.invalid_current_password');
+      onEmailQueued();
+      metrics.emailChange('requested');
+      securityEvent(log, 'email_change.requested', { userId: user.id, ip: client.ip });
+    },
+
+    async confirm(user, input, client) {
+      const ip = client.ip ?? UNKNOWN_CLIENT;
+      const verdict = await limiter.hit(rules.changeEmailConfirmPerIp, ip);
+      if (!verdict.allowed) throw rateLimited(verdict.retryAfterSeconds, client.ip, 'confirm');
+      const now = clock.now();
+      const outcome = await db.transaction(async (tx): Promise<{ failure: ErrorCode } | { user: UserRow; noticeQueued: boolean }> => {
+        // The user row first, then the code: the order of every transaction that changes both.
+        const before = await lockUserRow(tx, user.id);
+        if (before === undefined) return { failure: CHECK_FAILURE.none };
+        const checked = await codes.check(tx, { purpose: 'email_change', userId: user.id, email: null, code: input.code });
+        // A wrong code's counted try commits with this transaction.
+        if (checked.outcome !== 'right') return { failure: CHECK_FAILURE[checked.outcome] };
+        if (!(await codes.consume(tx, checked.codeId))) return { failure: CHECK_FAILURE.none };
+        // Throws 409 on a unique violation, which rolls back the consumption: the code stays live.
+        const after = await replaceEmail(tx, user.id, checked.email, now);
+        if (after === undefined) return { failure: CHECK_FAILURE.none };
+        await codes.revokeAll(tx, 'email_change', { id: user.id, email: null });
+        if (before.email !== null) {
+          // Codes sent to the old address must not act on the account any more.
+          await codes.revokeAll(tx, 'verification', { id: user.id, email: before.email });
+          await codes.revokeAll(tx, 'password_reset', { id: user.id, email: before.email });
+        }
+        const notice = noticeAddress(before);
+        if (notice !== null) await queueSecurityNotice(tx, { kind: 'email_changed', recipient: notice, username: before.username, at: now, client });
+        return { user: after, noticeQueued: notice !== null };
+      }).catch(async (err: unknown) => {
+        // The right code for an address taken meanwhile: no guess, so its count is taken back.
+        if (err instanceof AppError && err.code === 'auth.change_email.email_taken') await limiter.forgive(rules.changeEmailConfirmPerIp, ip);
+        throw err;
+      });
+      if ('failure' in outcome) throw new AppError(outcome.failure);
+      await limiter.forgive(rules.changeEmailConfirmPerIp, ip);
+      if (outcome.noticeQueued) onEmailQueued();
+      metrics.emailChange('completed');
+      securityEvent(log, 'email.changed', { userId: user.id, ip: client.ip });
+      return outcome.user;
+    },
+  };
+}
