@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ConfigError, loadConfig } from '../../src/config.js';
 import { ERROR_CATALOG } from '../../src/errors.js';
 import { createTestContext, type TestContext } from '../helpers/context.js';
-import { createVerifiedUser, latestCode, refresh, signIn, uniqueName, withBearer } from '../helpers/flows.js';
+import { createVerifiedUser, emailChangeCode, latestCode, postJson, refresh, resetCode, signIn, uniqueName, withBearer } from '../helpers/flows.js';
 
 /** Debian's chromium package (`apt-get install -y chromium`); .ci/run installs it. */
 const CHROMIUM = '/usr/bin/chromium';
@@ -306,6 +306,55 @@ describe.skipIf(SKIP_BROWSER)('the demo page in headless Chromium (refresh cooki
     expect(await page.locator('#state').textContent()).toBe('Signed out: the session has ended elsewhere (the refresh token was refused too).');
     expect(await notice()).toEqual({ outcome: 'error', text: `Log out failed: ${ERROR_CATALOG['auth.invalid_access_token'].message} (auth.invalid_access_token, HTTP 401)` });
   }, 60_000);
+
+  it('changes the email address, resets a forgotten password and deletes the account from the page, each answer shown as the API gave it', async () => {
+    const user = await createVerifiedUser(ctx, { password: PASSWORD });
+    await signInOnPage(user);
+    const before = await refreshCookie();
+
+    // Change the email: a code to the new address, nothing changed until it is confirmed.
+    const newEmail = `${uniqueName('moved')}@example.test`;
+    await page.fill('#change-email-new', newEmail);
+    await page.fill('#change-email-password', PASSWORD);
+    expect(await step('change-email', () => page.click('#change-email-submit'))).toBe(204);
+    expect(await notice()).toEqual({ outcome: 'success', text: `A code was sent to ${newEmail}. Nothing changes until you confirm it.` });
+    expect(await page.inputValue('#change-email-password')).toBe('');
+    await page.fill('#change-email-code', await emailChangeCode(ctx, newEmail));
+    expect(await step('change-email confirm', () => page.click('#change-email-confirm'))).toBe(200);
+    expect(await notice()).toEqual({ outcome: 'success', text: `Your email address is now ${newEmail}.` });
+    await expect.poll(() => page.locator('#state').textContent()).toContain(`Signed in as ${user.username} (${newEmail})`);
+
+    // Forgot the password: a code to the (new) address; the reset signs every session out.
+    await page.fill('#reset-email', newEmail);
+    expect(await step('password-reset', () => page.click('#reset-request'))).toBe(204);
+    expect(await notice()).toEqual({ outcome: 'success', text: `If ${newEmail} has an account, a reset code is on its way.` });
+    const { code } = await resetCode(ctx, newEmail);
+    // A password the policy refuses is shown with the API's reason, and the code stays usable.
+    await page.fill('#reset-code', code);
+    await page.fill('#reset-password', 'password');
+    expect(await step('password-reset confirm', () => page.click('#reset-confirm'))).toBe(400);
+    expect((await notice())?.outcome).toBe('error');
+    expect((await notice())?.text).toContain('(auth.password_reset.validation_failed, HTTP 400)');
+    const newPassword = 'plum tractor velvet harbour';
+    await page.fill('#reset-password', newPassword);
+    expect(await step('password-reset confirm', () => page.click('#reset-confirm'))).toBe(204);
+    expect(await page.locator('#state').textContent()).toBe('Signed out: the password was reset.');
+    expect((await refresh(ctx, before!.value)).statusCode).toBe(401);
+
+    // Sign in with the new password, then delete the account: a wrong password first.
+    await page.fill('#signin-username', user.username);
+    await page.fill('#signin-password', newPassword);
+    expect(await step('sign-in', () => page.click('#signin-submit'))).toBe(200);
+    await page.fill('#delete-password', PASSWORD);
+    expect(await step('delete-account', () => page.click('#delete-account'))).toBe(401);
+    expect(await notice()).toEqual({ outcome: 'error', text: `Deleting the account failed: ${ERROR_CATALOG['auth.invalid_current_password'].message} (auth.invalid_current_password, HTTP 401)` });
+    expect(await page.locator('#state').getAttribute('data-signed-in')).toBe('true');
+    await page.fill('#delete-password', newPassword);
+    expect(await step('delete-account', () => page.click('#delete-account'))).toBe(204);
+    expect(await page.locator('#state').textContent()).toBe('Signed out: the account was deleted.');
+    expect(await refreshCookie()).toBeUndefined();
+    expect((await postJson(ctx, '/auth/v0/sign-in', { username: user.username, password: newPassword })).statusCode).toBe(401);
+  }, 90_000);
 
   it('the sessions table fits its card at 1280 px and at 400 px wide, long user agents and ids wrapped', async () => {
     const user = await createVerifiedUser(ctx, { password: PASSWORD });

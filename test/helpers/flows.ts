@@ -43,23 +43,36 @@ export function textOf(mail: ReceivedMail): string {
 }
 
 /**
- * Runs the outbox until `count` password-reset emails to `email` have arrived (a reset request
- * is an outbox row that the worker turns into the code and its email); returns the newest one's
- * code and text.
+ * Runs the outbox until `count` emails to `email` with this subject have arrived; returns the
+ * newest one's code (the first group of `pattern`) and text.
  */
-export async function resetCode(ctx: TestContext, email: string, count = 1): Promise<{ code: string; text: string }> {
+async function newestCode(ctx: TestContext, email: string, kind: { subject: string; pattern: RegExp }, count: number): Promise<{ code: string; text: string }> {
   for (let i = 0; i < 100; i++) {
     await ctx.app.outbox.runOnce();
-    const mine = ctx.smtp.messages.filter((m) => m.to.includes(email) && /Subject: Reset your password/.test(m.raw));
+    const mine = ctx.smtp.messages.filter((m) => m.to.includes(email) && m.raw.includes(`Subject: ${kind.subject}`));
     if (mine.length >= count) {
       const text = textOf(mine[mine.length - 1]!);
-      const m = /password reset code is (\d{6})/.exec(text);
+      const m = kind.pattern.exec(text);
       if (m === null) throw new Error(`no code in:\n${text}`);
       return { code: m[1]!, text };
     }
     await new Promise((r) => setTimeout(r, 20));
   }
-  throw new Error(`no reset email to ${email} arrived`);
+  throw new Error(`fewer than ${count} "${kind.subject}" emails to ${email} arrived`);
+}
+
+/**
+ * Runs the outbox until `count` password-reset emails to `email` have arrived (a reset request
+ * is an outbox row that the worker turns into the code and its email); returns the newest one's
+ * code and text.
+ */
+export function resetCode(ctx: TestContext, email: string, count = 1): Promise<{ code: string; text: string }> {
+  return newestCode(ctx, email, { subject: 'Reset your password', pattern: /password reset code is (\d{6})/ }, count);
+}
+
+/** Runs the outbox until `count` email-change emails to the new address `email` have arrived; returns the newest one's code. */
+export async function emailChangeCode(ctx: TestContext, email: string, count = 1): Promise<string> {
+  return (await newestCode(ctx, email, { subject: 'Confirm your new email address', pattern: /new email address of your account is (\d{6})/ }, count)).code;
 }
 
 /** Signs up and verifies a user; returns its credentials and id. */

@@ -1,7 +1,7 @@
 import type { LightMyRequestResponse } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestContext, type TestContext } from '../helpers/context.js';
-import { createVerifiedUser, PASSWORD, postJson, refresh, resetCode, signIn, signUp, textOf, uniqueName, withBearer } from '../helpers/flows.js';
+import { createVerifiedUser, emailChangeCode, PASSWORD, postJson, refresh, resetCode, signIn, signUp, textOf, uniqueName, withBearer } from '../helpers/flows.js';
 import type { ReceivedMail } from '../helpers/smtp.js';
 
 /**
@@ -44,14 +44,6 @@ async function mailsOf(c: TestContext, email: string, subject: RegExp, count = 1
   throw new Error(`fewer than ${count} emails to ${email} matching ${String(subject)} arrived`);
 }
 
-/** The code of the newest email-change email to `email`. */
-async function changeCode(c: TestContext, email: string, count = 1): Promise<string> {
-  const mails = await mailsOf(c, email, /Subject: Confirm your new email address/, count);
-  const m = /new email address of your account is (\d{6})/.exec(textOf(mails[mails.length - 1]!));
-  if (m === null) throw new Error('no code in the email-change email');
-  return m[1]!;
-}
-
 /** A verified user signed in once. */
 async function signedInUser(c: TestContext = ctx) {
   const user = await createVerifiedUser(c);
@@ -76,7 +68,7 @@ describe('change-email succeeds', () => {
     const res = await changeEmail(ctx, token, { new_email: target.toUpperCase(), password: PASSWORD });
     expect(res.statusCode, res.body).toBe(204);
     expect(res.body).toBe('');
-    const code = await changeCode(ctx, target);
+    const code = await emailChangeCode(ctx, target);
 
     const [requested] = await mailsOf(ctx, user.email, /Subject: A change of your email address was requested/);
     const notice = textOf(requested!);
@@ -119,7 +111,7 @@ describe('change-email succeeds', () => {
     const session = await signIn(ctx, { phone, password: PASSWORD });
     const target = newAddress();
     expect((await changeEmail(ctx, session.accessToken, { new_email: target, password: PASSWORD })).statusCode).toBe(204);
-    const code = await changeCode(ctx, target);
+    const code = await emailChangeCode(ctx, target);
     const res = await confirmChange(ctx, session.accessToken, { code });
     expect(res.statusCode, res.body).toBe(200);
     expect(res.json()).toMatchObject({ user: { username, email: target, phone, is_email_verified: true } });
@@ -179,7 +171,7 @@ describe('change-email confirmation', () => {
     expectError(await confirmChange(ctx, token, { code: '123456' }), 410, 'auth.change_email.code_expired');
     const target = newAddress();
     expect((await changeEmail(ctx, token, { new_email: target, password: PASSWORD })).statusCode).toBe(204);
-    const code = await changeCode(ctx, target);
+    const code = await emailChangeCode(ctx, target);
     ctx.clock.advance(ctx.config.oneTimeCodeTtlSeconds + 1);
     expectError(await confirmChange(ctx, token, { code }), 410, 'auth.change_email.code_expired');
   });
@@ -188,7 +180,7 @@ describe('change-email confirmation', () => {
     const { user, token } = await signedInUser();
     const target = newAddress();
     expect((await changeEmail(ctx, token, { new_email: target, password: PASSWORD })).statusCode).toBe(204);
-    const code = await changeCode(ctx, target);
+    const code = await emailChangeCode(ctx, target);
     for (let i = 0; i < 4; i++) expectError(await confirmChange(ctx, token, { code: wrongCode(code) }), 410, 'auth.change_email.code_mismatch');
     expectError(await confirmChange(ctx, token, { code: wrongCode(code) }), 410, 'auth.change_email.too_many_attempts');
     expectError(await confirmChange(ctx, token, { code }), 410, 'auth.change_email.too_many_attempts');
@@ -200,13 +192,13 @@ describe('change-email confirmation', () => {
     const first = newAddress();
     const second = newAddress();
     expect((await changeEmail(ctx, token, { new_email: first, password: PASSWORD })).statusCode).toBe(204);
-    const old = await changeCode(ctx, first);
+    const old = await emailChangeCode(ctx, first);
     // Queued and not yet sent when the second request supersedes it.
     expect((await changeEmail(ctx, token, { new_email: first, password: PASSWORD })).statusCode).toBe(204);
     expect((await changeEmail(ctx, token, { new_email: second, password: PASSWORD })).statusCode).toBe(204);
     const { rows } = await ctx.db.query<{ status: string }>("SELECT status FROM email_outbox WHERE kind = 'email_change' AND recipient = $1 ORDER BY created_at", [first]);
     expect(rows.map((r) => r.status)).toEqual(['sent', 'cancelled']);
-    const code = await changeCode(ctx, second);
+    const code = await emailChangeCode(ctx, second);
     if (old !== code) expectError(await confirmChange(ctx, token, { code: old }), 410, 'auth.change_email.code_mismatch');
     const res = await confirmChange(ctx, token, { code });
     expect(res.statusCode, res.body).toBe(200);
@@ -217,7 +209,7 @@ describe('change-email confirmation', () => {
     const { user, token } = await signedInUser();
     const target = newAddress();
     expect((await changeEmail(ctx, token, { new_email: target, password: PASSWORD })).statusCode).toBe(204);
-    const code = await changeCode(ctx, target);
+    const code = await emailChangeCode(ctx, target);
     expect((await signUp(ctx, { email: target })).res.statusCode).toBe(201);
     expectError(await confirmChange(ctx, token, { code }), 409, 'auth.change_email.email_taken');
     expect(await me(ctx, token)).toMatchObject({ email: user.email });
@@ -231,7 +223,7 @@ describe('change-email confirmation', () => {
     expect((await postJson(ctx, '/auth/v0/password-reset', { email: user.email })).statusCode).toBe(204);
     const reset = (await resetCode(ctx, user.email)).code;
     expect((await changeEmail(ctx, token, { new_email: target, password: PASSWORD })).statusCode).toBe(204);
-    const code = await changeCode(ctx, target);
+    const code = await emailChangeCode(ctx, target);
     if (reset !== code) expectError(await confirmChange(ctx, token, { code: reset }), 410, 'auth.change_email.code_mismatch');
     for (const email of [user.email, target]) {
       const res = await postJson(ctx, '/auth/v0/password-reset/confirm', { email, code, new_password: NEW_PASSWORD });
@@ -250,7 +242,7 @@ describe('change-email confirmation', () => {
     const { user, token } = await signedInUser();
     const target = newAddress();
     expect((await changeEmail(ctx, token, { new_email: target, password: PASSWORD })).statusCode).toBe(204);
-    const code = await changeCode(ctx, target);
+    const code = await emailChangeCode(ctx, target);
     const changed = await withBearer(ctx, 'POST', '/auth/v0/change-password', token, { current_password: PASSWORD, new_password: NEW_PASSWORD });
     expect(changed.statusCode, changed.body).toBe(204);
     const again = await signIn(ctx, { username: user.username, password: NEW_PASSWORD });
@@ -272,7 +264,7 @@ describe('change-email confirmation', () => {
     const secret = 'wrong passphrase for the log test';
     expect((await changeEmail(ctx, token, { new_email: target, password: secret })).statusCode).toBe(401);
     expect((await changeEmail(ctx, token, { new_email: target, password: PASSWORD })).statusCode).toBe(204);
-    const code = await changeCode(ctx, target);
+    const code = await emailChangeCode(ctx, target);
     expect((await confirmChange(ctx, token, { code: wrongCode(code) })).statusCode).toBe(410);
     expect((await confirmChange(ctx, token, { code })).statusCode).toBe(200);
     const metrics = (await ctx.app.inject({ method: 'GET', url: '/metrics' })).body;
@@ -307,7 +299,7 @@ describe('change-email rate limits', () => {
     const { token } = await signedInUser(limited);
     const target = newAddress();
     expect((await changeEmail(limited, token, { new_email: target, password: PASSWORD })).statusCode).toBe(204);
-    const code = await changeCode(limited, target);
+    const code = await emailChangeCode(limited, target);
     expect((await confirmChange(limited, token, { code: wrongCode(code) })).statusCode).toBe(410);
     expect((await confirmChange(limited, token, { code })).statusCode).toBe(200);
     expect((await confirmChange(limited, token, { code: wrongCode(code) })).statusCode).toBe(410);

@@ -97,6 +97,18 @@ served only when <code>DEMO_PAGE=true</code>.</p>
       <button id="signin-submit" type="submit">Sign in</button>
     </form>
   </section>
+  <section>
+    <h2>Forgot the password?</h2>
+    <form id="reset-request-form">
+      <label for="reset-email">Email</label><input id="reset-email" type="email" autocomplete="email" required>
+      <button id="reset-request" type="submit">Send a reset code</button>
+    </form>
+    <form id="reset-confirm-form">
+      <label for="reset-code">Code from the email</label><input id="reset-code" inputmode="numeric" pattern="[0-9]{6}" maxlength="6" required>
+      <label for="reset-password">New password</label><input id="reset-password" type="password" autocomplete="new-password" required>
+      <button id="reset-confirm" type="submit">Set the new password</button>
+    </form>
+  </section>
   <section class="wide" id="session-card">
     <h2>4. Use the session</h2>
     <button id="me" type="button">GET /me</button>
@@ -110,6 +122,25 @@ served only when <code>DEMO_PAGE=true</code>.</p>
         <tbody id="sessions-list"></tbody>
       </table>
     </div>
+  </section>
+  <section id="account-card">
+    <h2>5. Change the email address</h2>
+    <form id="change-email-form">
+      <label for="change-email-new">New email</label><input id="change-email-new" type="email" autocomplete="email" required>
+      <label for="change-email-password">Password</label><input id="change-email-password" type="password" autocomplete="current-password" required>
+      <button id="change-email-submit" type="submit">Send a code to the new address</button>
+    </form>
+    <form id="change-email-confirm-form">
+      <label for="change-email-code">Code from the email to the new address</label><input id="change-email-code" inputmode="numeric" pattern="[0-9]{6}" maxlength="6" required>
+      <button id="change-email-confirm" type="submit">Confirm the new address</button>
+    </form>
+  </section>
+  <section id="delete-card">
+    <h2>6. Delete the account</h2>
+    <form id="delete-account-form">
+      <label for="delete-password">Password</label><input id="delete-password" type="password" autocomplete="current-password" required>
+      <button id="delete-account" type="submit">Delete my account</button>
+    </form>
   </section>
 </div>
 <h2>Requests</h2>
@@ -234,13 +265,13 @@ served only when <code>DEMO_PAGE=true</code>.</p>
    * retry; if the refresh token is refused too, the session has ended and the page says so. Any
    * other failure (a 503, a network error) changes nothing: the session may well be alive.
    */
-  async function withBearer(op, method, path) {
-    let result = await call(op, method, path, { bearer: true });
-    if (result.status === 401 && accessToken !== null) {
+  async function withBearer(op, method, path, json) {
+    let result = await call(op, method, path, { bearer: true, json });
+    if (result.status === 401 && accessToken !== null && !(result.body && result.body.code === 'auth.invalid_current_password')) {
       const refreshed = await call('refresh (after 401)', 'POST', '/refresh');
       if (refreshed.status === 200) {
         keepTokens(refreshed.body);
-        result = await call(op, method, path, { bearer: true });
+        result = await call(op, method, path, { bearer: true, json });
       } else if (refreshed.status === 401) {
         signedOut('Signed out: the session has ended elsewhere (the refresh token was refused too).');
       }
@@ -270,6 +301,42 @@ served only when <code>DEMO_PAGE=true</code>.</p>
   onClick('resend', async () => {
     const res = await call('resend', 'POST', '/verify-email/resend', { json: { email: $('verify-email').value } });
     report('Sending a new code', res, 'If the address is waiting for verification, a new code is on its way.');
+  });
+
+  onSubmit('reset-request-form', async () => {
+    const email = $('reset-email').value;
+    const res = await call('password-reset', 'POST', '/password-reset', { json: { email } });
+    report('Asking for a reset code', res, 'If ' + email + ' has an account, a reset code is on its way.');
+  });
+
+  onSubmit('reset-confirm-form', async () => {
+    const res = await call('password-reset confirm', 'POST', '/password-reset/confirm', {
+      json: { email: $('reset-email').value, code: $('reset-code').value, new_password: $('reset-password').value },
+    });
+    if (report('Setting the new password', res, 'Password replaced; every session of the account was signed out. Sign in with the new password.')) {
+      $('reset-password').value = '';
+      if (accessToken !== null) signedOut('Signed out: the password was reset.');
+    }
+  });
+
+  onSubmit('change-email-form', async () => {
+    const newEmail = $('change-email-new').value;
+    const res = await withBearer('change-email', 'POST', '/change-email', { new_email: newEmail, password: $('change-email-password').value });
+    if (report('Changing the email address', res, 'A code was sent to ' + newEmail + '. Nothing changes until you confirm it.')) $('change-email-password').value = '';
+  });
+
+  onSubmit('change-email-confirm-form', async () => {
+    const res = await withBearer('change-email confirm', 'POST', '/change-email/confirm', { code: $('change-email-code').value });
+    if (report('Confirming the new address', res, (r) => 'Your email address is now ' + r.body.user.email + '.')) {
+      user = res.body.user;
+      renderState();
+    }
+  });
+
+  onSubmit('delete-account-form', async () => {
+    const res = await withBearer('delete-account', 'POST', '/delete-account', { password: $('delete-password').value });
+    $('delete-password').value = '';
+    if (report('Deleting the account', res, 'Account deleted, with its sessions; the refresh cookie was cleared.')) signedOut('Signed out: the account was deleted.');
   });
 
   onSubmit('signin-form', async () => {
