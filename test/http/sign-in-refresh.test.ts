@@ -380,7 +380,12 @@ describe('access token and JWKS', () => {
     expect(jwks.keys.map((k) => k.kid)).toContain(header.kid);
 
     const claims = decodeJwt(s.accessToken);
-    expect(keysOf(claims)).toEqual(['aud', 'exp', 'iat', 'iss', 'jti', 'sid', 'sub']);
+    expect(keysOf(claims)).toEqual(['amr', 'aud', 'exp', 'iat', 'iss', 'jti', 'sid', 'sub']);
+    // RFC 8176: signed in with a password; a refresh keeps the session's methods.
+    expect(claims.amr).toEqual(['pwd']);
+    const refreshed = await refresh(ctx, s.refreshToken);
+    expect(refreshed.statusCode).toBe(200);
+    expect(decodeJwt((refreshed.json() as { tokens: { access_token: string } }).tokens.access_token).amr).toEqual(['pwd']);
     expect(claims.iss).toBe(ctx.config.jwt.issuer);
     expect([claims.aud].flat()).toContain(ctx.config.jwt.audience);
     expect(claims.sub).toBe(user.id);

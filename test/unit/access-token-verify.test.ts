@@ -178,7 +178,7 @@ describe('access-token verification agrees with jose (RFC 8725, RFC 9068)', () =
   it('control: a token from sign() is accepted by both, with the same claims', async () => {
     const sub = randomUUID();
     const sid = randomUUID();
-    const token = await service.sign({ userId: sub, sessionId: sid });
+    const token = await service.sign({ userId: sub, sessionId: sid, amr: ['pwd'] });
     const ours = await service.verify(token);
     expect(ours).toMatchObject({ sub, sid, exp: NOW + TTL_SECONDS });
     expect(await joseVerify(token)).toEqual(ours);
@@ -231,7 +231,7 @@ describe('access-token verification agrees with jose (RFC 8725, RFC 9068)', () =
 
   it('a token from sign() verifies with jose against the published JWKS alone, as a resource server would', async () => {
     const jwks = createLocalJWKSet(JSON.parse(keys.jwksJson) as { keys: [] });
-    const token = await service.sign({ userId: randomUUID(), sessionId: randomUUID() });
+    const token = await service.sign({ userId: randomUUID(), sessionId: randomUUID(), amr: ['pwd'] });
     const { protectedHeader, payload } = await jwtVerify(token, jwks, { algorithms: ['RS256'], typ: ACCESS_TOKEN_TYP, issuer: ISSUER, audience: AUDIENCE, currentDate: clock.now() });
     expect(protectedHeader).toEqual({ alg: 'RS256', typ: ACCESS_TOKEN_TYP, kid: keys.signing.kid });
     expect(payload.exp).toBe(NOW + TTL_SECONDS);

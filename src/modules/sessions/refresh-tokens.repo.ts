@@ -26,6 +26,8 @@ export interface LockedRefreshToken {
   successor_ciphertext: string | null;
   session_revoked_at: Date | null;
   session_expires_at: Date;
+  /** How the session's sign-in was authenticated (RFC 8176), kept across refreshes. */
+  amr: string[];
 }
 
 /** The direct successor of a token: the token inserted when it was rotated. */
@@ -56,7 +58,7 @@ export async function insertRefreshToken(
 export async function lockRefreshToken(q: Queryable, tokenHash: string): Promise<LockedRefreshToken | undefined> {
   const { rows } = await q.query<LockedRefreshToken>(
     `SELECT rt.id, rt.session_id, s.user_id, rt.rotated_at, rt.successor_ciphertext,
-            s.revoked_at AS session_revoked_at, s.expires_at AS session_expires_at
+            s.revoked_at AS session_revoked_at, s.expires_at AS session_expires_at, s.amr
        FROM refresh_tokens rt JOIN sessions s ON s.id = rt.session_id
       WHERE rt.token_hash = $1
       FOR UPDATE`,
@@ -90,6 +92,8 @@ export interface RotatedRefreshToken {
   session_id: string;
   user_id: string;
   session_expires_at: Date;
+  /** The session's authentication methods (RFC 8176). */
+  amr: string[];
 }
 
 /**
@@ -122,7 +126,7 @@ export async function rotateLiveRefreshToken(
 ): Promise<RotatedRefreshToken | undefined> {
   const { rows } = await q.query<RotatedRefreshToken>(
     `WITH live AS (
-       SELECT rt.id, rt.session_id, rt.parent_id, s.user_id, s.expires_at
+       SELECT rt.id, rt.session_id, rt.parent_id, s.user_id, s.expires_at, s.amr
          FROM refresh_tokens rt JOIN sessions s ON s.id = rt.session_id
         WHERE rt.token_hash = $1 AND rt.rotated_at IS NULL AND s.revoked_at IS NULL
           AND s.expires_at >= $2::timestamptz + make_interval(secs => $7)
@@ -130,7 +134,7 @@ export async function rotateLiveRefreshToken(
      ), rotated AS (
        UPDATE refresh_tokens rt SET rotated_at = $2, successor_ciphertext = $3
          FROM live WHERE rt.id = live.id AND rt.rotated_at IS NULL
-       RETURNING live.id, live.session_id, live.parent_id, live.user_id, live.expires_at
+       RETURNING live.id, live.session_id, live.parent_id, live.user_id, live.expires_at, live.amr
      ), unsealed AS (
        ${ERASE_PARENT_SEAL_SQL}
      ), successor AS (
@@ -142,7 +146,7 @@ export async function rotateLiveRefreshToken(
         WHERE s.id = rotated.session_id
           AND (s.last_used_at IS NULL OR s.last_used_at <= $2::timestamptz - make_interval(secs => $6))
      )
-     SELECT session_id, user_id, expires_at AS session_expires_at FROM rotated`,
+     SELECT session_id, user_id, expires_at AS session_expires_at, amr FROM rotated`,
     [t.tokenHash, t.now, t.successor.ciphertext, t.successor.id, t.successor.tokenHash, t.lastUsedResolutionSeconds, MIN_SESSION_LIFETIME_SECONDS],
   );
   return rows[0];

@@ -35,6 +35,13 @@ import {
   type SessionRow,
 } from './sessions.repo.js';
 
+
+/**
+ * The `amr` (RFC 8176) of a session signed in with a password: the `sessions.amr` column's
+ * default (migration 007), which its access tokens carry across refreshes.
+ */
+export const PASSWORD_AMR: readonly string[] = Object.freeze(['pwd']);
+
 /** Stored username form (docs/api.md#operations User). */
 const STORED_USERNAME = /^[a-z0-9_]{3,32}$/;
 /** Longest `User-Agent` kept on a session. */
@@ -232,7 +239,7 @@ export function createSessionsService(deps: SessionsDeps): SessionsService {
    */
   const finishRefresh = async (tx: Queryable, token: LockedRefreshToken, refreshToken: string, now: Date): Promise<IssuedTokens> => {
     await touchSession(tx, token.session_id, now);
-    const accessToken = await accessTokens.sign({ userId: token.user_id, sessionId: token.session_id });
+    const accessToken = await accessTokens.sign({ userId: token.user_id, sessionId: token.session_id, amr: token.amr });
     return { sessionId: token.session_id, accessToken, refreshToken, refreshMaxAgeSeconds: secondsUntil(token.session_expires_at, now) };
   };
 
@@ -288,7 +295,7 @@ export function createSessionsService(deps: SessionsDeps): SessionsService {
           refreshToken: { id: randomUUID(), tokenHash: sha256(refreshToken) },
           forgiveRateLimitKeys: rateLimitKeys,
         });
-      const signing = accessTokens.sign({ userId: user.id, sessionId });
+      const signing = accessTokens.sign({ userId: user.id, sessionId, amr: PASSWORD_AMR });
       signing.catch(() => undefined); // awaited below; never an unhandled rejection meanwhile
       let storedHash = user.password_hash;
       if (!(await createSession(storedHash))) {
@@ -338,7 +345,7 @@ export function createSessionsService(deps: SessionsDeps): SessionsService {
         }),
       );
       if (rotated !== undefined) {
-        const accessToken = await accessTokens.sign({ userId: rotated.user_id, sessionId: rotated.session_id });
+        const accessToken = await accessTokens.sign({ userId: rotated.user_id, sessionId: rotated.session_id, amr: rotated.amr });
         metrics.refresh('rotated');
         return { sessionId: rotated.session_id, accessToken, refreshToken: successorToken, refreshMaxAgeSeconds: secondsUntil(rotated.session_expires_at, now) };
       }

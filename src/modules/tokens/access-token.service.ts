@@ -24,10 +24,11 @@ export interface AccessTokenClaims {
 /** Signs and verifies access tokens. */
 export interface AccessTokenService {
   /**
-   * Issues an RS256 access token (header `typ: at+jwt`, `kid`; claims iss, aud, sub, sid, iat,
-   * exp, jti) valid for ACCESS_TOKEN_TTL_SECONDS from the clock's now (docs/api.md#access-token).
+   * Issues an RS256 access token (header `typ: at+jwt`, `kid`; claims iss, aud, sub, sid, amr,
+   * iat, exp, jti) valid for ACCESS_TOKEN_TTL_SECONDS from the clock's now (docs/api.md#access-token).
+   * @param subject.amr the session's authentication methods (RFC 8176: `pwd`, `otp`, `hwk`, `user`).
    */
-  sign(subject: { userId: string; sessionId: string }): Promise<string>;
+  sign(subject: { userId: string; sessionId: string; amr: readonly string[] }): Promise<string>;
   /**
    * Verifies signature (RS256 only, key chosen by `kid` among the JWKS keys, never fetched from
    * the token's headers), `typ`, `iss`, `aud`, `exp`/`nbf` with small leeway, and the presence of
@@ -96,9 +97,9 @@ export function createAccessTokenService(options: AccessTokenOptions): AccessTok
   const { keys, issuer, audience, ttlSeconds, clock } = options;
   const encodedHeader = base64urlJson({ alg: JWS_ALG, typ: ACCESS_TOKEN_TYP, kid: keys.signing.kid });
   return {
-    async sign({ userId, sessionId }) {
+    async sign({ userId, sessionId, amr }) {
       const iat = Math.floor(clock.now().getTime() / 1000);
-      const payload = { sid: sessionId, iss: issuer, aud: audience, sub: userId, iat, exp: iat + ttlSeconds, jti: randomUUID() };
+      const payload = { sid: sessionId, iss: issuer, aud: audience, sub: userId, amr, iat, exp: iat + ttlSeconds, jti: randomUUID() };
       const signingInput = `${encodedHeader}.${base64urlJson(payload)}`;
       const signature = await signOnThreadPool(Buffer.from(signingInput, 'ascii'), keys.signing.privateKey);
       return `${signingInput}.${signature.toString('base64url')}`;
