@@ -35,6 +35,8 @@ import { createVerificationService } from './modules/verification/verification.s
 import { createOneTimeCodes } from './modules/codes/one-time-codes.service.js';
 import { passwordResetRoutes } from './modules/password-reset/password-reset.routes.js';
 import { emailChangeRoutes } from './modules/email-change/email-change.routes.js';
+import { mfaRoutes } from './modules/mfa/mfa.routes.js';
+import { createMfaService } from './modules/mfa/mfa.service.js';
 import { createEmailChangeService } from './modules/email-change/email-change.service.js';
 import { createPasswordResetService, type PasswordResetService } from './modules/password-reset/password-reset.service.js';
 import './plugins/authenticate.js';
@@ -161,6 +163,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
       publicKeyFiles: config.jwt.publicKeyFiles,
       dataDir: config.dataDir,
       codeHmacKeyFile: config.codeHmacKeyFile,
+      mfaKeyFile: config.mfaKeyFile,
     }));
   const hasher = deps.passwordHasher ?? (await createPasswordHasher(config.argon2));
   const transport = deps.mailTransport ?? (config.smtp !== undefined ? createSmtpTransport(config.smtp, { ca: config.smtp.ca }) : createLogTransport(app.log));
@@ -226,6 +229,19 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     breachedPasswords,
   });
   app.decorate('passwordReset', passwordReset);
+  const mfa = createMfaService({
+    db,
+    clock,
+    hasher,
+    sessions,
+    keys: keys.mfa,
+    issuer: config.totpIssuer,
+    limiter,
+    rules,
+    log: app.log,
+    metrics,
+    onEmailQueued,
+  });
   const emailChange = createEmailChangeService({
     db,
     clock,
@@ -261,6 +277,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
       await api.register(sessionsRoutes({ sessions }));
       await api.register(verificationRoutes({ verification }));
       await api.register(passwordResetRoutes({ passwordReset }));
+      await api.register(mfaRoutes({ mfa, sessions }));
       await api.register(keysRoutes({ keys }));
       if (config.demoPage) await api.register(demoRoutes({ apiPrefix: API_PREFIX }));
     },

@@ -57,6 +57,14 @@ export interface Config {
    * signing key, so switching the signing key invalidates outstanding codes.
    */
   readonly codeHmacKeyFile: string | undefined;
+  /**
+   * MFA_KEY_FILE: a file of at least 32 random bytes, the HKDF source of the keys that encrypt
+   * TOTP secrets and hash recovery codes; unset: a key generated once into DATA_DIR. Every
+   * instance that shares a database must read the same one (docs/operations.md).
+   */
+  readonly mfaKeyFile: string | undefined;
+  /** TOTP_ISSUER: the issuer authenticator apps show next to the account (default `Latchkey`). */
+  readonly totpIssuer: string;
   readonly sessionTtlSeconds: number;
   readonly verificationCodeTtlSeconds: number;
   /**
@@ -137,6 +145,10 @@ export interface RateLimitSettings {
   readonly changeEmailPerUser: number;
   /** Failed email-change confirmations per client per 15 minutes (on top of 5 tries per code). */
   readonly changeEmailConfirmPerIp: number;
+  /** Wrong second-factor codes at sign-in per account per hour. */
+  readonly mfaPerAccount: number;
+  /** Wrong second-factor codes at sign-in per client per 15 minutes. */
+  readonly mfaPerIp: number;
 }
 
 /** OWASP Password Storage Cheat Sheet, argon2id first configuration; also the lowest accepted values. */
@@ -190,6 +202,13 @@ const DEFAULT_PASSWORD_RESET_CONFIRM_PER_IP = 20;
  */
 const DEFAULT_CHANGE_EMAIL_PER_USER = 5;
 const DEFAULT_CHANGE_EMAIL_CONFIRM_PER_IP = 20;
+/**
+ * Wrong second-factor codes at sign-in: per account, 10 an hour (with 5 tries per challenge and
+ * three live codes in the one-step drift window, under 1 chance in 30,000 an hour for someone
+ * who has the password; the owner is held off an hour at most); per client, as verification.
+ */
+const DEFAULT_MFA_PER_ACCOUNT = 10;
+const DEFAULT_MFA_PER_IP = 20;
 const MAX_RATE_LIMIT = 1_000_000;
 /**
  * Retention defaults in days (docs/operations.md, "Retention"). Sessions: a month of history
@@ -391,6 +410,13 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>>): C
   const breachApiUrlProblem = rangeUrlProblem(breachApiUrl);
   if (breachApiUrlProblem !== undefined) problems.push(`PASSWORD_BREACH_API_URL: ${breachApiUrlProblem}, got "${breachApiUrl}"`);
 
+  const mfaKeyFile = str('MFA_KEY_FILE');
+  if (mfaKeyFile !== undefined) {
+    const problem = codeHmacKeyFileProblem(mfaKeyFile);
+    if (problem !== undefined) problems.push(`MFA_KEY_FILE: ${problem}`);
+  }
+  const totpIssuer = str('TOTP_ISSUER') ?? 'Latchkey';
+  if (totpIssuer.length > 64 || totpIssuer.includes(':')) problems.push('TOTP_ISSUER: at most 64 characters, without ":"');
   const codeHmacKeyFile = str('CODE_HMAC_KEY_FILE');
   if (codeHmacKeyFile !== undefined) {
     const problem = codeHmacKeyFileProblem(codeHmacKeyFile);
@@ -419,6 +445,8 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>>): C
       accessTokenTtlSeconds: int('ACCESS_TOKEN_TTL_SECONDS', DEFAULT_ACCESS_TOKEN_TTL, MIN_ACCESS_TOKEN_TTL, ONE_DAY),
     },
     codeHmacKeyFile,
+    mfaKeyFile,
+    totpIssuer,
     sessionTtlSeconds: int('SESSION_TTL_SECONDS', DEFAULT_SESSION_TTL, MIN_SESSION_TTL, MAX_SESSION_TTL),
     verificationCodeTtlSeconds: int('VERIFICATION_CODE_TTL_SECONDS', DEFAULT_CODE_TTL, MIN_CODE_TTL, ONE_DAY),
     unverifiedAccountTtlSeconds: int('UNVERIFIED_ACCOUNT_TTL_SECONDS', DEFAULT_UNVERIFIED_ACCOUNT_TTL, MIN_UNVERIFIED_ACCOUNT_TTL, MAX_UNVERIFIED_ACCOUNT_TTL),
@@ -446,6 +474,8 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>>): C
       passwordResetConfirmPerIp: int('RATE_LIMIT_PASSWORD_RESET_CONFIRM_PER_IP', DEFAULT_PASSWORD_RESET_CONFIRM_PER_IP, 0, MAX_RATE_LIMIT),
       changeEmailPerUser: int('RATE_LIMIT_CHANGE_EMAIL_PER_USER', DEFAULT_CHANGE_EMAIL_PER_USER, 0, MAX_RATE_LIMIT),
       changeEmailConfirmPerIp: int('RATE_LIMIT_CHANGE_EMAIL_CONFIRM_PER_IP', DEFAULT_CHANGE_EMAIL_CONFIRM_PER_IP, 0, MAX_RATE_LIMIT),
+      mfaPerAccount: int('RATE_LIMIT_MFA_PER_ACCOUNT', DEFAULT_MFA_PER_ACCOUNT, 0, MAX_RATE_LIMIT),
+      mfaPerIp: int('RATE_LIMIT_MFA_PER_IP', DEFAULT_MFA_PER_IP, 0, MAX_RATE_LIMIT),
     },
     retention: {
       sessionsDays: int('RETENTION_SESSIONS_DAYS', DEFAULT_RETENTION_SESSIONS_DAYS, 0, MAX_RETENTION_DAYS),

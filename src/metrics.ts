@@ -2,7 +2,7 @@ import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom
 import type { RevocationReason } from './modules/sessions/sessions.repo.js';
 
 /** How a sign-in ended: `locked` is the 429 of a rate limit (decisions.md, "Rate limits"). */
-export type SignInOutcome = 'success' | 'bad_credentials' | 'unverified' | 'locked';
+export type SignInOutcome = 'success' | 'bad_credentials' | 'unverified' | 'locked' | 'mfa_required';
 
 /**
  * How a refresh ended: a new token (`rotated`), the live token given back within the grace
@@ -14,6 +14,8 @@ export type RefreshOutcome = 'rotated' | 'grace_replay' | 'reused' | 'invalid' |
 
 /** A password-reset request accepted (known address or not: the count reveals no account), or a reset completed. */
 export type PasswordResetOutcome = 'requested' | 'completed';
+/** Outcomes of `auth_mfa_sign_in_total`: the second step of a sign-in. */
+export type MfaSignInOutcome = 'totp' | 'recovery_code' | 'invalid_code' | 'challenge_expired' | 'locked';
 /** Outcomes of `auth_email_changes_total`: a code sent to a new address, or the address replaced. */
 export type EmailChangeOutcome = 'requested' | 'completed';
 /**
@@ -75,6 +77,8 @@ export interface AuthMetrics {
   sessionsRevoked(cause: Exclude<RevocationReason, 'revoked_by_admin'>, count?: number): void;
   /** Counts a password-reset outcome (`auth_password_resets_total{outcome}`). */
   passwordReset(outcome: PasswordResetOutcome): void;
+  /** Counts a second sign-in step's outcome (`auth_mfa_sign_in_total{outcome}`). */
+  mfaSignIn(outcome: MfaSignInOutcome): void;
   /** Counts an email-change outcome (`auth_email_changes_total{outcome}`). */
   emailChange(outcome: EmailChangeOutcome): void;
   /** Counts deleted accounts (`auth_accounts_deleted_total{cause}`); `count` 0 counts nothing. */
@@ -118,7 +122,7 @@ export function createAuthMetrics(options: { readonly defaultMetrics?: boolean }
   });
   const signIns = new Counter({
     name: `${PREFIX}sign_in_total`,
-    help: 'Sign-in attempts by outcome: success, bad_credentials, unverified (email not verified), locked (rate limited).',
+    help: 'Sign-in attempts by outcome: success, bad_credentials, unverified (email not verified), locked (rate limited), mfa_required (the password was right; a second factor is asked for).',
     labelNames: ['outcome'] as const,
     registers,
   });
@@ -137,6 +141,12 @@ export function createAuthMetrics(options: { readonly defaultMetrics?: boolean }
   const passwordResets = new Counter({
     name: `${PREFIX}password_resets_total`,
     help: 'Password resets by outcome: requested (accepted requests, known address or not), completed (password replaced).',
+    labelNames: ['outcome'] as const,
+    registers,
+  });
+  const mfaSignIns = new Counter({
+    name: `${PREFIX}mfa_sign_in_total`,
+    help: 'Second sign-in steps by outcome: totp, recovery_code (signed in), invalid_code, challenge_expired (missing, dead or expired challenge), locked (rate limited).',
     labelNames: ['outcome'] as const,
     registers,
   });
@@ -161,12 +171,13 @@ export function createAuthMetrics(options: { readonly defaultMetrics?: boolean }
   });
 
   // Zero-valued series from the start, so rate() and alerts see every outcome before it first happens.
-  for (const outcome of ['success', 'bad_credentials', 'unverified', 'locked'] satisfies SignInOutcome[]) signIns.inc({ outcome }, 0);
+  for (const outcome of ['success', 'bad_credentials', 'unverified', 'locked', 'mfa_required'] satisfies SignInOutcome[]) signIns.inc({ outcome }, 0);
   for (const outcome of ['rotated', 'grace_replay', 'reused', 'invalid', 'missing'] satisfies RefreshOutcome[]) refreshes.inc({ outcome }, 0);
   for (const outcome of ['retry', 'dead'] satisfies EmailFailureOutcome[]) emailsFailed.inc({ outcome }, 0);
   for (const cause of ['owner', 'operator', 'unverified_expired'] satisfies AccountDeletionCause[]) accountsDeleted.inc({ cause }, 0);
   for (const outcome of ['requested', 'completed'] satisfies PasswordResetOutcome[]) passwordResets.inc({ outcome }, 0);
   for (const outcome of ['requested', 'completed'] satisfies EmailChangeOutcome[]) emailChanges.inc({ outcome }, 0);
+  for (const outcome of ['totp', 'recovery_code', 'invalid_code', 'challenge_expired', 'locked'] satisfies MfaSignInOutcome[]) mfaSignIns.inc({ outcome }, 0);
 
   return {
     registry,
@@ -177,6 +188,7 @@ export function createAuthMetrics(options: { readonly defaultMetrics?: boolean }
     },
     passwordReset: (outcome) => passwordResets.inc({ outcome }),
     emailChange: (outcome) => emailChanges.inc({ outcome }),
+    mfaSignIn: (outcome) => mfaSignIns.inc({ outcome }),
     accountsDeleted: (cause, count = 1) => {
       if (count > 0) accountsDeleted.inc({ cause }, count);
     },

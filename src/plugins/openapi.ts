@@ -36,6 +36,10 @@ export const TAGS = {
   },
   sessions: { name: 'Sessions', description: 'Every sign-in is a session: list the caller\'s sessions, revoke one, or revoke them all.' },
   account: { name: 'Account', description: 'The signed-in user: who it is, a password change, which ends every session, and the deletion of the account.' },
+  secondFactor: {
+    name: 'Second factor',
+    description: 'TOTP from an authenticator app, with ten single-use recovery codes: set up, turn on with a code, turn off, make new recovery codes. Sign-in then asks for a code after the password.',
+  },
   keys: { name: 'Keys', description: 'The public keys that verify access tokens (JWKS, RFC 7517), for the services that accept them.' },
   operations: { name: 'Operations', description: 'For operators: liveness and readiness probes, Prometheus metrics, and this document.' },
 } as const;
@@ -199,6 +203,12 @@ export async function registerOpenApi(app: FastifyInstance, options: { readonly 
             in: 'cookie',
             name: REFRESH_COOKIE_NAME,
             description: 'The HttpOnly refresh cookie set by sign-in and refresh (Path=/auth/v0/refresh).',
+          },
+          mfaChallengeCookie: {
+            type: 'apiKey',
+            in: 'cookie',
+            name: 'mfa_challenge',
+            description: 'The HttpOnly challenge cookie a sign-in answered 403 auth.mfa_required sets (Path=/auth/v0/sign-in/mfa, 300 s).',
           },
         },
       },

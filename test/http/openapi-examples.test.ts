@@ -21,7 +21,9 @@ import { AJV_OPTIONS } from '../../src/app.js';
 import { hmacSha256 } from '../../src/crypto/secrets.js';
 import { normalizeEmail } from '../../src/modules/users/identifiers.js';
 import { createTestContext, type TestContext } from '../helpers/context.js';
-import { createVerifiedUser, latestCode, PASSWORD, postJson, signIn, uniqueName } from '../helpers/flows.js';
+import { createVerifiedUser, latestCode, PASSWORD, postJson, setCookies, signIn, uniqueName } from '../helpers/flows.js';
+import { stepAt, totpForStep } from '../helpers/totp.js';
+import { recoveryCodeHash } from '../../src/modules/mfa/totp.js';
 
 type Json = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
 
@@ -151,6 +153,12 @@ function requestExamples(operation: Json): RequestExample[] {
 interface Prepared {
   readonly headers?: Record<string, string>;
   readonly params?: Record<string, string>;
+  /**
+   * The TOTP code to send in place of the example's `code`: a TOTP code is valid for 30 s of one
+   * secret, so no fixed example can be a live one (the example itself is still checked against
+   * its schema above). Used by the operations that take a TOTP code only.
+   */
+  readonly totpCode?: string;
 }
 
 type Fixture = (ctx: TestContext, example: RequestExample) => Promise<Prepared>;
@@ -205,6 +213,29 @@ const liveResetCode: Fixture = async (ctx, example) => {
   return {};
 };
 
+/** A signed-in user whose TOTP is set up (not enabled) with a known secret: its Bearer header and the secret. */
+async function totpSetUp(ctx: TestContext, example: RequestExample) {
+  const { session } = await signedIn(ctx, example);
+  const headers = { authorization: `Bearer ${session.accessToken}` };
+  const res = await postJson(ctx, '/auth/v0/mfa/totp/setup', { password: PASSWORD }, headers);
+  expect(res.statusCode, res.body).toBe(200);
+  return { headers, secret: (res.json() as { secret: string }).secret };
+}
+
+/** A signed-in user with TOTP enabled, and a recovery code equal to the example's `code` or `recovery_code` where it gives one. */
+async function totpEnabled(ctx: TestContext, example: RequestExample) {
+  const { headers, secret } = await totpSetUp(ctx, example);
+  const res = await postJson(ctx, '/auth/v0/mfa/totp/enable', { code: totpForStep(secret, stepAt(ctx.clock.now())) }, headers);
+  expect(res.statusCode, res.body).toBe(200);
+  // The next step, so the example's request is no replay of the enabling code.
+  ctx.clock.advance(30);
+  const typed = (example.body?.recovery_code ?? example.body?.code) as string | undefined;
+  const userId = (await ctx.db.query<{ user_id: string }>('SELECT user_id FROM mfa_totp')).rows[0]!.user_id;
+  const hash = typed === undefined ? undefined : recoveryCodeHash(ctx.app.keys.mfa.recoveryCodeKey, userId, typed);
+  if (hash !== undefined) await ctx.db.query("UPDATE mfa_recovery_codes SET code_hash = $2 WHERE id = (SELECT id FROM mfa_recovery_codes WHERE user_id = $1 LIMIT 1)", [userId, hash]);
+  return { headers, secret, liveCode: hash === undefined ? totpForStep(secret, stepAt(ctx.clock.now())) : undefined };
+}
+
 /** Per operationId: the state its example needs. */
 const FIXTURES: Record<string, Fixture> = {
   signUp: nothing,
@@ -258,6 +289,30 @@ const FIXTURES: Record<string, Fixture> = {
     const { session } = await signedIn(ctx, example, example.body!.password as string);
     return { headers: { authorization: `Bearer ${session.accessToken}` } };
   },
+  setUpTotp: async (ctx, example) => {
+    const { session } = await signedIn(ctx, example, example.body!.password as string);
+    return { headers: { authorization: `Bearer ${session.accessToken}` } };
+  },
+  enableTotp: async (ctx, example) => {
+    const { headers, secret } = await totpSetUp(ctx, example);
+    return { headers, totpCode: totpForStep(secret, stepAt(ctx.clock.now())) };
+  },
+  disableTotp: async (ctx, example) => {
+    const { headers, liveCode } = await totpEnabled(ctx, example);
+    return { headers, ...(liveCode === undefined ? {} : { totpCode: liveCode }) };
+  },
+  regenerateRecoveryCodes: async (ctx, example) => {
+    const { headers, liveCode } = await totpEnabled(ctx, example);
+    return { headers, ...(liveCode === undefined ? {} : { totpCode: liveCode }) };
+  },
+  signInMfa: async (ctx, example) => {
+    const { liveCode } = await totpEnabled(ctx, example);
+    const user = (await ctx.db.query<{ username: string }>('SELECT username FROM users')).rows[0]!;
+    const res = await postJson(ctx, '/auth/v0/sign-in', { username: user.username, password: PASSWORD });
+    expect(res.statusCode, res.body).toBe(403);
+    const challenge = setCookies(res).find((c) => c.name === 'mfa_challenge')!.value;
+    return { headers: { cookie: `mfa_challenge=${challenge}` }, ...(liveCode === undefined ? {} : { totpCode: liveCode }) };
+  },
   getJwks: nothing,
   getLiveness: nothing,
   getReadiness: nothing,
@@ -309,7 +364,7 @@ describe('every request example, sent to the service with the state it needs, ge
       method: op.method.toUpperCase() as 'GET',
       url: `${path}${query}`,
       headers: { ...(example.body === undefined ? {} : { 'content-type': 'application/json' }), ...prepared.headers },
-      ...(example.body === undefined ? {} : { payload: example.body }),
+      ...(example.body === undefined ? {} : { payload: prepared.totpCode === undefined ? example.body : { ...example.body, code: prepared.totpCode } }),
     });
     const status = documentedStatus(op.operation);
     expect(res.statusCode, res.body).toBe(status);

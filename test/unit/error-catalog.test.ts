@@ -14,6 +14,7 @@ describe('error catalog (docs/api.md#error-codes)', () => {
     const byStatus = (s: number) => Object.entries(ERROR_CATALOG).filter(([, v]) => v.status === s).map(([k]) => k).sort();
     expect(byStatus(401)).toEqual([
       'auth.invalid_access_token', 'auth.invalid_credentials', 'auth.invalid_current_password',
+      'auth.mfa.challenge_expired', 'auth.mfa.invalid_code', 'auth.mfa.missing_challenge',
       'auth.missing_access_token', 'auth.missing_refresh_token', 'auth.invalid_refresh_token', 'auth.refresh_token_reused',
     ].sort());
     expect(byStatus(410)).toEqual([
@@ -21,7 +22,7 @@ describe('error catalog (docs/api.md#error-codes)', () => {
       'auth.password_reset.code_expired', 'auth.password_reset.code_mismatch', 'auth.password_reset.too_many_attempts',
       'auth.verify_email.code_expired', 'auth.verify_email.code_mismatch', 'auth.verify_email.too_many_attempts',
     ]);
-    expect(byStatus(409)).toEqual(['auth.change_email.email_taken', 'auth.sign_up.email_taken', 'auth.sign_up.phone_taken', 'auth.sign_up.username_taken']);
+    expect(byStatus(409)).toEqual(['auth.change_email.email_taken', 'auth.mfa.already_enabled', 'auth.sign_up.email_taken', 'auth.sign_up.phone_taken', 'auth.sign_up.username_taken']);
   });
 
   it('a code two entries share is told apart by its status (password reset, email change: 429 rate limit, 410 dead code)', () => {

@@ -1,4 +1,4 @@
-import { createPrivateKey, createPublicKey, generateKeyPairSync, hkdfSync, type KeyObject } from 'node:crypto';
+import { createPrivateKey, createPublicKey, generateKeyPairSync, hkdfSync, randomBytes, type KeyObject } from 'node:crypto';
 import { linkSync, mkdirSync, readFileSync, unlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { calculateJwkThumbprint, exportJWK } from 'jose';
@@ -7,6 +7,11 @@ import { calculateJwkThumbprint, exportJWK } from 'jose';
 export const MIN_RSA_BITS = 2048;
 /** File name of the generated development signing key inside DATA_DIR. */
 export const GENERATED_KEY_FILE = 'jwt-signing-key.pem';
+/** File name of the generated second-factor key inside DATA_DIR (when MFA_KEY_FILE is unset). */
+export const GENERATED_MFA_KEY_FILE = 'mfa-key';
+/** HKDF `info` strings of the keys derived from the second-factor key. */
+const TOTP_SECRET_INFO = 'latchkey/totp-secret-aes-256-gcm/v1';
+const RECOVERY_CODE_INFO = 'latchkey/recovery-code-hmac/v1';
 /** HKDF `info` strings of the HMAC keys derived from the signing key (one key per purpose). */
 // HKDF `info` labels keep the project's first name: changing them would change every derived
 // key, invalidating outstanding verification codes and restarting every rate-limit window.
@@ -24,7 +29,10 @@ function readCodeHmacKeyFile(file: string): Buffer {
   return bytes.subarray(0, end);
 }
 
-/** Why `file` cannot serve as CODE_HMAC_KEY_FILE, or undefined when it can (readable, at least {@link MIN_CODE_HMAC_KEY_BYTES} bytes). */
+/**
+ * Why `file` cannot serve as CODE_HMAC_KEY_FILE or MFA_KEY_FILE (an HKDF source of secret
+ * keys), or undefined when it can: readable, at least {@link MIN_CODE_HMAC_KEY_BYTES} bytes.
+ */
 export function codeHmacKeyFileProblem(file: string): string | undefined {
   let bytes: Buffer;
   try {
@@ -52,6 +60,13 @@ export interface KeyStore {
   readonly codeHmacKey: Buffer;
   /** HMAC key for rate-limit subjects (addresses, identifiers), so the table holds no reversible hash of an address. */
   readonly rateLimitHmacKey: Buffer;
+  /**
+   * The second factor's keys (AES-256-GCM of TOTP secrets, HMAC-SHA-256 of recovery codes),
+   * derived with HKDF-SHA-256 from MFA_KEY_FILE, else from a random key generated once into
+   * DATA_DIR; never from the signing key, whose rotation must not make every TOTP secret
+   * unreadable (docs/api.md#second-factor).
+   */
+  readonly mfa: { readonly totpSecretKey: Buffer; readonly recoveryCodeKey: Buffer };
 }
 
 /** Where keys come from (README "Configuration"). */
@@ -63,6 +78,8 @@ export interface KeySources {
   readonly dataDir: string;
   /** CODE_HMAC_KEY_FILE; undefined: the code key is derived from the signing key. */
   readonly codeHmacKeyFile?: string | undefined;
+  /** MFA_KEY_FILE: the HKDF source of the second factor's keys; undefined: generated once into `dataDir`. */
+  readonly mfaKeyFile?: string | undefined;
 }
 
 /** Generates an RSA key pair as PEM (PKCS#8 private, SPKI public). */
@@ -76,11 +93,12 @@ export function generateRsaKeyPair(bits = MIN_RSA_BITS): { privateKeyPem: string
 }
 
 /**
- * Reads the generated key from `dataDir`, creating it on first use. Creation writes a temporary
- * file and links it into place, so two processes starting at once end up with the same key.
+ * Reads the generated key file `name` from `dataDir`, creating it with `generate()` on first
+ * use. Creation writes a temporary file and links it into place, so two processes starting at
+ * once end up with the same key.
  */
-function loadOrCreateGeneratedKey(dataDir: string): string {
-  const file = path.join(dataDir, GENERATED_KEY_FILE);
+function loadOrCreateGeneratedKey(dataDir: string, name: string = GENERATED_KEY_FILE, generate: () => string = () => generateRsaKeyPair().privateKeyPem): string {
+  const file = path.join(dataDir, name);
   try {
     return readFileSync(file, 'utf8');
   } catch (err) {
@@ -88,7 +106,7 @@ function loadOrCreateGeneratedKey(dataDir: string): string {
   }
   mkdirSync(dataDir, { recursive: true });
   const tmp = `${file}.${process.pid}.tmp`;
-  writeFileSync(tmp, generateRsaKeyPair().privateKeyPem, { mode: 0o600 });
+  writeFileSync(tmp, generate(), { mode: 0o600 });
   try {
     linkSync(tmp, file);
   } catch (err) {
@@ -167,6 +185,11 @@ export async function loadKeyStore(sources: KeySources): Promise<KeyStore> {
     jwks.push(retired.jwk);
   }
   const der = privateKey.export({ type: 'pkcs8', format: 'der' });
+  // 32 random bytes, base64url, when no MFA_KEY_FILE is given (the file's bytes are the HKDF source).
+  const mfaKeySource =
+    sources.mfaKeyFile === undefined
+      ? Buffer.from(loadOrCreateGeneratedKey(sources.dataDir, GENERATED_MFA_KEY_FILE, () => `${randomBytes(32).toString('base64url')}\n`), 'utf8')
+      : readCodeHmacKeyFile(sources.mfaKeyFile);
   const derive = (info: string, source: Buffer = der): Buffer => Buffer.from(hkdfSync('sha256', source, Buffer.alloc(0), info, DERIVED_KEY_BYTES));
   return {
     signing: { kid: active.vk.kid, privateKey },
@@ -174,5 +197,6 @@ export async function loadKeyStore(sources: KeySources): Promise<KeyStore> {
     jwksJson: JSON.stringify({ keys: jwks }),
     codeHmacKey: sources.codeHmacKeyFile === undefined ? derive(CODE_HMAC_INFO) : derive(CODE_HMAC_INFO, readCodeHmacKeyFile(sources.codeHmacKeyFile)),
     rateLimitHmacKey: derive(RATE_LIMIT_HMAC_INFO),
+    mfa: { totpSecretKey: derive(TOTP_SECRET_INFO, mfaKeySource), recoveryCodeKey: derive(RECOVERY_CODE_INFO, mfaKeySource) },
   };
 }

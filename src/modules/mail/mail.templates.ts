@@ -11,7 +11,15 @@ export function verificationEmail(input: { username: string; code: string; expir
 }
 
 /** The security notices the service sends (docs/api.md#security-notices). */
-export type SecurityNoticeKind = 'password_changed' | 'password_reset' | 'email_change_requested' | 'email_changed' | 'account_deleted';
+export type SecurityNoticeKind =
+  | 'password_changed'
+  | 'password_reset'
+  | 'email_change_requested'
+  | 'email_changed'
+  | 'account_deleted'
+  | 'mfa_enabled'
+  | 'mfa_disabled'
+  | 'recovery_codes_regenerated';
 
 /** What a notice says happened, and what the owner should do if it was not them. */
 const NOTICE_TEXT: Record<SecurityNoticeKind, { subject: string; happened: string; ifNotYou: string }> = {
@@ -39,6 +47,21 @@ const NOTICE_TEXT: Record<SecurityNoticeKind, { subject: string; happened: strin
     subject: 'Your account was deleted',
     happened: 'Your account was deleted, with its sessions, devices and codes, its count of failed sign-ins, and the service\'s copies of earlier emails to this address. Its username and this address can be used for a new sign-up. The service keeps this notice (this address, the username, and the time, IP address and user agent above) for its email retention period, then deletes it.',
     ifNotYou: 'If you did not do this, someone else knew your password: contact support, and change that password wherever else you use it.',
+  },
+  mfa_enabled: {
+    subject: 'Two-step sign-in was turned on',
+    happened: 'Sign-in to your account now asks for a code from an authenticator app after the password. Ten recovery codes were shown once, for when the app is not at hand.',
+    ifNotYou: 'If you did not do this, someone else controls your account: reset your password at once and contact support.',
+  },
+  mfa_disabled: {
+    subject: 'Two-step sign-in was turned off',
+    happened: 'Sign-in to your account no longer asks for a code from an authenticator app; the password alone signs in. The recovery codes no longer work.',
+    ifNotYou: 'If you did not do this, someone else knows your password and had a code: reset your password at once, turn two-step sign-in on again, and contact support.',
+  },
+  recovery_codes_regenerated: {
+    subject: 'New recovery codes were made',
+    happened: 'A new set of ten recovery codes was made for your account; the earlier codes no longer work.',
+    ifNotYou: 'If you did not do this, someone else knows your password and had a code: reset your password at once and contact support.',
   },
 };
 

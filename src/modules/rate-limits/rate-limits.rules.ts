@@ -46,6 +46,12 @@ export interface RateLimitRules {
   readonly changeEmailPerUser: RateLimitRule;
   /** Failed email-change confirmations per client network (the 5 tries of each code bound the guesses per request). */
   readonly changeEmailConfirmPerIp: RateLimitRule;
+  /** Wrong passwords and codes at second-factor setup, enable, disable and regeneration, per user: as change-password. */
+  readonly mfaManagePerUser: RateLimitRule;
+  /** Wrong second-factor codes at sign-in per account, from anywhere: bounds the guesses of someone who has the password. */
+  readonly mfaSignInPerAccount: RateLimitRule;
+  /** Wrong second-factor codes at sign-in per client network. */
+  readonly mfaSignInPerIp: RateLimitRule;
 }
 
 /** Builds the rules from the configured limits. */
@@ -66,5 +72,8 @@ export function rateLimitRules(settings: RateLimitSettings): RateLimitRules {
     passwordResetConfirmPerIp: { name: 'password_reset_confirm_ip', subject: 'client', limit: settings.passwordResetConfirmPerIp, windowSeconds: FAILURE_WINDOW_SECONDS },
     changeEmailPerUser: { name: 'change_email_user', subject: 'secret', limit: settings.changeEmailPerUser, windowSeconds: HOUR_WINDOW_SECONDS },
     changeEmailConfirmPerIp: { name: 'change_email_confirm_ip', subject: 'client', limit: settings.changeEmailConfirmPerIp, windowSeconds: FAILURE_WINDOW_SECONDS },
+    mfaManagePerUser: { name: 'mfa_manage_user', subject: 'secret', limit: settings.signInPerIdentifier, windowSeconds: FAILURE_WINDOW_SECONDS },
+    mfaSignInPerAccount: { name: 'mfa_sign_in_account', subject: 'secret', limit: settings.mfaPerAccount, windowSeconds: HOUR_WINDOW_SECONDS },
+    mfaSignInPerIp: { name: 'mfa_sign_in_ip', subject: 'client', limit: settings.mfaPerIp, windowSeconds: FAILURE_WINDOW_SECONDS },
   };
 }

@@ -102,6 +102,17 @@ export async function purgeEndedVerificationCodes(q: Queryable, before: Date, li
 }
 
 /**
+ * Deletes up to `limit` second-step sign-in challenges that expired before `before` (index
+ * `mfa_challenges_expires_idx`; a used or dead challenge goes with its expiry, 300 s after it
+ * was made). Each holds a copy of a password hash, so none is kept longer than that.
+ * @returns how many challenges were deleted.
+ */
+export async function purgeExpiredMfaChallenges(q: Queryable, before: Date, limit: number): Promise<number> {
+  const { rowCount } = await q.query(batchedDeleteSql('mfa_challenges', { ended: 'expires_at' }), [before, limit]);
+  return rowCount;
+}
+
+/**
  * Deletes up to `limit` sent or cancelled outbox rows queued before `before` (index
  * `email_outbox_finished_idx`). A row is finished at most one code lifetime after it was
  * queued (the worker cancels a row whose code expired), so its queueing time stands for its end.

@@ -48,6 +48,8 @@ export async function createSignInSession(
     expiresAt: Date;
     refreshToken: { id: string; tokenHash: string };
     forgiveRateLimitKeys: readonly string[];
+    /** How the sign-in was authenticated (RFC 8176), kept on the session. */
+    amr: readonly string[];
   },
 ): Promise<boolean> {
   const { rowCount } = await q.query(
@@ -58,11 +60,11 @@ export async function createSignInSession(
      ), d AS (
        INSERT INTO devices (id, user_id, ip, user_agent, created_at) SELECT $2, checked.id, $4, $5, $6 FROM checked RETURNING id, user_id
      ), s AS (
-       INSERT INTO sessions (id, user_id, device_id, ip, user_agent, created_at, last_used_at, expires_at)
-       SELECT $1, d.user_id, d.id, $4, $5, $6, $6, $7 FROM d RETURNING id
+       INSERT INTO sessions (id, user_id, device_id, ip, user_agent, created_at, last_used_at, expires_at, amr)
+       SELECT $1, d.user_id, d.id, $4, $5, $6, $6, $7, $12::text[] FROM d RETURNING id
      )
      INSERT INTO refresh_tokens (id, session_id, token_hash, parent_id, created_at) SELECT $9, s.id, $10, NULL, $6 FROM s`,
-    [s.sessionId, s.deviceId, s.userId, s.ip, s.userAgent, s.now, s.expiresAt, s.checkedHash, s.refreshToken.id, s.refreshToken.tokenHash, [...s.forgiveRateLimitKeys]],
+    [s.sessionId, s.deviceId, s.userId, s.ip, s.userAgent, s.now, s.expiresAt, s.checkedHash, s.refreshToken.id, s.refreshToken.tokenHash, [...s.forgiveRateLimitKeys], [...s.amr]],
   );
   return rowCount === 1;
 }

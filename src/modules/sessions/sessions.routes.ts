@@ -1,11 +1,11 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from '@sinclair/typebox';
-import { errorResponses } from '../../errors.js';
+import { ERROR_CATALOG, errorResponses } from '../../errors.js';
 import { securityEvent } from '../audit/security-events.js';
 import { bearerAuth, callerOf } from '../../plugins/authenticate.js';
 import { TAGS } from '../../plugins/openapi.js';
 import { toUser } from '../users/users.schemas.js';
-import { clearRefreshCookie, REFRESH_COOKIE, setRefreshCookie } from './refresh-cookie.js';
+import { clearRefreshCookie, REFRESH_COOKIE, setMfaChallengeCookie, setRefreshCookie } from './refresh-cookie.js';
 import {
   RefreshResponseSchema,
   SessionIdParamsSchema,
@@ -36,6 +36,11 @@ export function sessionsRoutes(deps: { sessions: SessionsService }): FastifyPlug
       },
       async (request, reply) => {
         const issued = await sessions.signIn(request.body, clientContextOf(request));
+        if (issued.kind === 'mfa_required') {
+          // No session yet: the second step (docs/api.md#sign-in-second-step) completes it.
+          setMfaChallengeCookie(reply, issued.challenge, issued.challengeMaxAgeSeconds);
+          return reply.code(403).send({ code: 'auth.mfa_required', message: ERROR_CATALOG['auth.mfa_required'].message });
+        }
         setRefreshCookie(reply, issued.refreshToken, issued.refreshMaxAgeSeconds);
         return { user: toUser(issued.user), session_id: issued.sessionId, tokens: { access_token: issued.accessToken } };
       },

@@ -23,6 +23,7 @@ import {
   rotateLiveRefreshToken,
   type LockedRefreshToken,
 } from './refresh-tokens.repo.js';
+import { insertChallenge } from '../mfa/mfa.repo.js';
 import {
   createSignInSession,
   findActiveSessionWithUser,
@@ -41,6 +42,18 @@ import {
  * default (migration 007), which its access tokens carry across refreshes.
  */
 export const PASSWORD_AMR: readonly string[] = Object.freeze(['pwd']);
+
+/** How long a sign-in challenge of a user with a second factor lives, in seconds (docs/api.md#sign-in-second-step). */
+export const MFA_CHALLENGE_TTL_SECONDS = 300;
+
+/**
+ * The outcome of a sign-in whose password was right: a session, or, for a user who turned on a
+ * second factor, a challenge (the `mfa_challenge` cookie's value) to complete with
+ * `POST /sign-in/mfa` (docs/api.md#sign-in-second-step).
+ */
+export type SignInResult =
+  | (IssuedTokens & { readonly kind: 'session'; readonly user: UserRow })
+  | { readonly kind: 'mfa_required'; readonly user: UserRow; readonly challenge: string; readonly challengeMaxAgeSeconds: number };
 
 /** Stored username form (docs/api.md#operations User). */
 const STORED_USERNAME = /^[a-z0-9_]{3,32}$/;
@@ -106,11 +119,21 @@ export interface SessionsService {
    * and its first refresh token with the counts taken back (one statement, on its own rather
    * than in BEGIN/COMMIT, docs/decisions.md). Failed attempts count per client, per identifier
    * from that client and per account (docs/security.md §6).
+   * A user with a second factor gets no session: a challenge is stored (300 s, 5 tries) and its
+   * cookie value returned instead (`kind: 'mfa_required'`); the password step's counts are
+   * taken back as for a success.
    * @throws AppError `auth.invalid_credentials` (401), `auth.email_not_verified` (403, only
    *   after the password was right, so it reveals nothing to a guesser),
    *   `auth.sign_in.too_many_attempts` (429, Retry-After).
    */
-  signIn(input: { username?: string; email?: string; phone?: string; password: string }, client: ClientContext): Promise<IssuedTokens & { user: UserRow }>;
+  signIn(input: { username?: string; email?: string; phone?: string; password: string }, client: ClientContext): Promise<SignInResult>;
+  /**
+   * Creates a session for `user` as a sign-in does (a device, the session with `amr`, its first
+   * refresh token, in one statement that creates nothing unless the password hash is still
+   * `checkedHash`) and signs its access token: the second step of a sign-in with a second factor.
+   * @returns the tokens, or undefined when the password changed since `checkedHash` was checked.
+   */
+  startSession(user: UserRow, c: { checkedHash: string; amr: readonly string[]; client: ClientContext }): Promise<IssuedTokens | undefined>;
   /**
    * Rotates a refresh token (docs/api.md#refresh-token-rotation): locks its row and session, rejects a revoked or
    * expired session, marks the token rotated and inserts its successor, all in one transaction
@@ -272,6 +295,24 @@ export function createSessionsService(deps: SessionsDeps): SessionsService {
         throw new AppError('auth.email_not_verified');
       }
 
+      if ((user as UserRow & { mfa_enabled?: boolean }).mfa_enabled === true) {
+        // The password was right: its attempt does not count. No session until the second step.
+        await limiter.forgiveKeys(rateLimitKeys);
+        const challenge = newRefreshToken();
+        const now = clock.now();
+        await insertChallenge(db, {
+          id: randomUUID(),
+          tokenHash: sha256(challenge),
+          userId: user.id,
+          passwordHash: user.password_hash,
+          now,
+          expiresAt: new Date(now.getTime() + MFA_CHALLENGE_TTL_SECONDS * 1000),
+        });
+        securityEvent(log, 'sign_in.mfa_required', { userId: user.id, ip: client.ip });
+        metrics.signIn('mfa_required');
+        return { kind: 'mfa_required', user, challenge, challengeMaxAgeSeconds: MFA_CHALLENGE_TTL_SECONDS };
+      }
+
       const now = clock.now();
       const sessionId = randomUUID();
       const refreshToken = newRefreshToken();
@@ -294,6 +335,7 @@ export function createSessionsService(deps: SessionsDeps): SessionsService {
           expiresAt,
           refreshToken: { id: randomUUID(), tokenHash: sha256(refreshToken) },
           forgiveRateLimitKeys: rateLimitKeys,
+          amr: PASSWORD_AMR,
         });
       const signing = accessTokens.sign({ userId: user.id, sessionId, amr: PASSWORD_AMR });
       signing.catch(() => undefined); // awaited below; never an unhandled rejection meanwhile
@@ -312,7 +354,33 @@ export function createSessionsService(deps: SessionsDeps): SessionsService {
       const accessToken = await signing;
       securityEvent(log, 'sign_in.succeeded', { userId: user.id, sessionId, ip: client.ip });
       metrics.signIn('success');
-      return { user, sessionId, accessToken, refreshToken, refreshMaxAgeSeconds: sessionTtlSeconds };
+      return { kind: 'session', user, sessionId, accessToken, refreshToken, refreshMaxAgeSeconds: sessionTtlSeconds };
+    },
+
+    async startSession(user, { checkedHash, amr, client }) {
+      const now = clock.now();
+      const sessionId = randomUUID();
+      const refreshToken = newRefreshToken();
+      const signing = accessTokens.sign({ userId: user.id, sessionId, amr });
+      signing.catch(() => undefined); // awaited below; never an unhandled rejection meanwhile
+      const created = await createSignInSession(db, {
+        sessionId,
+        deviceId: randomUUID(),
+        userId: user.id,
+        checkedHash,
+        ip: client.ip,
+        userAgent: client.userAgent === null ? null : client.userAgent.slice(0, MAX_USER_AGENT_LENGTH),
+        now,
+        expiresAt: new Date(now.getTime() + sessionTtlSeconds * 1000),
+        refreshToken: { id: randomUUID(), tokenHash: sha256(refreshToken) },
+        forgiveRateLimitKeys: [],
+        amr,
+      });
+      if (!created) return undefined;
+      const accessToken = await signing;
+      securityEvent(log, 'sign_in.succeeded', { userId: user.id, sessionId, ip: client.ip });
+      metrics.signIn('success');
+      return { sessionId, accessToken, refreshToken, refreshMaxAgeSeconds: sessionTtlSeconds };
     },
 
     async refresh(presented, client) {

@@ -66,7 +66,8 @@ export async function findTakenIdentifier(
  * The SELECT of every user named by any of the given (already normalised) identifiers (at most
  * three rows; undefined identifiers match nothing), with its parameters numbered from
  * `$<firstParam>`, for a statement that runs it along with other work: sign-in counts its
- * attempt and looks its user up in one round trip (`RateLimiter.hitAll`).
+ * attempt and looks its user up in one round trip (`RateLimiter.hitAll`). Each row also says
+ * whether the user has turned on a second factor (`mfa_enabled`).
  */
 export function usersByIdentifiersQuery(
   firstParam: number,
@@ -74,7 +75,8 @@ export function usersByIdentifiersQuery(
 ): { sql: string; params: unknown[] } {
   const [u, e, p] = [firstParam, firstParam + 1, firstParam + 2];
   return {
-    sql: `SELECT ${USER_COLUMNS} FROM users WHERE username = $${u}::text OR email = $${e}::text OR phone = $${p}::text`,
+    sql: `SELECT ${USER_COLUMNS}, EXISTS (SELECT 1 FROM mfa_totp m WHERE m.user_id = users.id AND m.enabled_at IS NOT NULL) AS mfa_enabled
+            FROM users WHERE username = $${u}::text OR email = $${e}::text OR phone = $${p}::text`,
     params: [ids.username ?? null, ids.email ?? null, ids.phone ?? null],
   };
 }

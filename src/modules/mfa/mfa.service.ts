@@ -1,0 +1,301 @@
+import type { FastifyBaseLogger } from 'fastify';
+import type { Clock } from '../../clock.js';
+import type { Db, Queryable } from '../../db/db.js';
+import type { PasswordHasher } from '../../crypto/password.js';
+import { sha256 } from '../../crypto/secrets.js';
+import { AppError } from '../../errors.js';
+import type { AuthMetrics } from '../../metrics.js';
+import { securityEvent } from '../audit/security-events.js';
+import { queueSecurityNotice, type NoticeClient, type SecurityNoticeKind } from '../mail/notices.js';
+import { UNKNOWN_CLIENT } from '../rate-limits/client-network.js';
+import type { RateLimitRules } from '../rate-limits/rate-limits.rules.js';
+import type { RateLimiter } from '../rate-limits/rate-limits.service.js';
+import type { ClientContext, IssuedTokens, SessionsService } from '../sessions/sessions.service.js';
+import { findUserById, type UserRow } from '../users/users.repo.js';
+import { noticeAddress } from '../users/users.service.js';
+import {
+  acceptTotpStep,
+  consumeChallenge,
+  deleteTotp,
+  enableTotp,
+  findTotp,
+  lockChallenge,
+  type ChallengeRow,
+  recordChallengeFailure,
+  replaceRecoveryCodes,
+  storePendingTotp,
+  useRecoveryCode,
+} from './mfa.repo.js';
+import { matchTotp, newRecoveryCodes, newTotpSecret, otpauthUri, recoveryCodeHash } from './totp.js';
+import { openTotpSecret, sealTotpSecret } from './totp-secret.js';
+
+/** Wrong codes after which a sign-in challenge is dead (docs/api.md#sign-in-second-step). */
+export const MAX_CHALLENGE_ATTEMPTS = 5;
+/** The `amr` (RFC 8176) of a session signed in with a password and a one-time code (TOTP or recovery code). */
+export const PASSWORD_AND_OTP_AMR: readonly string[] = Object.freeze(['pwd', 'otp']);
+
+/** Dependencies of {@link createMfaService}. */
+export interface MfaDeps {
+  readonly db: Db;
+  readonly clock: Clock;
+  readonly hasher: PasswordHasher;
+  readonly sessions: Pick<SessionsService, 'startSession'>;
+  /** AES-256-GCM key of TOTP secrets and HMAC key of recovery codes (KeyStore.mfa). */
+  readonly keys: { readonly totpSecretKey: Buffer; readonly recoveryCodeKey: Buffer };
+  /** TOTP_ISSUER. */
+  readonly issuer: string;
+  readonly limiter: RateLimiter;
+  readonly rules: Pick<RateLimitRules, 'mfaManagePerUser' | 'mfaSignInPerAccount' | 'mfaSignInPerIp'>;
+  readonly log: FastifyBaseLogger;
+  readonly metrics: Pick<AuthMetrics, 'mfaSignIn'>;
+  readonly onEmailQueued: () => void;
+}
+
+/** A second factor as a request gives it: a TOTP code, or a recovery code. */
+export type SecondFactor = { readonly code: string } | { readonly recoveryCode: string };
+
+/**
+ * The second factor: TOTP (RFC 6238) with recovery codes (docs/api.md#second-factor), and the
+ * second step of a sign-in (docs/api.md#sign-in-second-step). OWASP ASVS 5.0 V6.5 and V6.6;
+ * NIST SP 800-63B-4 §3.1.4 (single-factor OTP) and §3.2.2 (rate limiting).
+ */
+export interface MfaService {
+  /**
+   * Starts TOTP for `user`: checks the password, then stores a new 160-bit secret, encrypted,
+   * not yet enabled (replacing an earlier setup never enabled). Nothing changes for sign-in.
+   * @returns the base32 secret and its `otpauth://` URI, shown once.
+   * @throws AppError `auth.invalid_current_password` (401), `auth.mfa.already_enabled` (409),
+   *   `auth.mfa.too_many_attempts` (429, Retry-After).
+   */
+  setup(user: UserRow, input: { password: string }): Promise<{ secret: string; otpauthUri: string }>;
+  /**
+   * Turns TOTP on with a code of the secret from {@link setup}; stores 10 new recovery codes
+   * (hashed) and queues an `mfa_enabled` notice, in one transaction. The caller's session stays.
+   * @returns the recovery codes, shown once.
+   * @throws AppError `auth.mfa.validation_failed` (400: no setup), `auth.mfa.invalid_code` (401),
+   *   `auth.mfa.already_enabled` (409), `auth.mfa.too_many_attempts` (429).
+   */
+  enable(user: UserRow, input: { code: string }, client: NoticeClient): Promise<string[]>;
+  /**
+   * Turns TOTP off with the password and a code (TOTP or recovery code); deletes the secret and
+   * the recovery codes and queues an `mfa_disabled` notice, in one transaction.
+   * @throws AppError `auth.mfa.validation_failed` (400: not enabled), `auth.invalid_current_password`
+   *   (401), `auth.mfa.invalid_code` (401), `auth.mfa.too_many_attempts` (429).
+   */
+  disable(user: UserRow, input: { password: string; code: string }, client: NoticeClient): Promise<void>;
+  /**
+   * Replaces the recovery codes (the old set dies), with the password and a code (TOTP or
+   * recovery code); queues a `recovery_codes_regenerated` notice.
+   * @returns the new codes, shown once.
+   * @throws as {@link disable}.
+   */
+  regenerateRecoveryCodes(user: UserRow, input: { password: string; code: string }, client: NoticeClient): Promise<string[]>;
+  /**
+   * The second step of a sign-in: the challenge of the `mfa_challenge` cookie (locked; dead
+   * after 5 wrong codes or 300 s) and a TOTP code (a time step accepted once, never again) or an
+   * unused recovery code. Wrong codes count per challenge, per account and per client network.
+   * On success the challenge is used and a session is created with `amr` `["pwd","otp"]`,
+   * exactly as a password sign-in creates one.
+   * @returns the user and the session's tokens.
+   * @throws AppError `auth.mfa.missing_challenge`, `auth.mfa.challenge_expired`,
+   *   `auth.mfa.invalid_code` (401), `auth.mfa.too_many_attempts` (429, Retry-After).
+   */
+  completeSignIn(challenge: string | undefined, factor: SecondFactor, client: ClientContext): Promise<IssuedTokens & { user: UserRow }>;
+}
+
+/** Builds the {@link MfaService}. */
+export function createMfaService(deps: MfaDeps): MfaService {
+  const { db, clock, hasher, sessions, keys, issuer, limiter, rules, log, metrics, onEmailQueued } = deps;
+
+  const tooMany = (retryAfterSeconds: number): AppError =>
+    new AppError('auth.mfa.too_many_attempts', { headers: { 'retry-after': String(retryAfterSeconds) } });
+
+  /** Counts an attempt at a management operation before any costly check; only a success takes it back. */
+  const countManageAttempt = async (user: UserRow): Promise<void> => {
+    const verdict = await limiter.hit(rules.mfaManagePerUser, user.id);
+    if (!verdict.allowed) throw tooMany(verdict.retryAfterSeconds);
+  };
+
+  const checkPassword = async (user: UserRow, password: string): Promise<void> => {
+    if (!(await hasher.verify(user.password_hash, password.normalize('NFKC')))) throw new AppError('auth.invalid_current_password');
+  };
+
+  const nowSeconds = (): number => Math.floor(clock.now().getTime() / 1000);
+
+  /**
+   * Checks a second factor of `userId` inside `tx` and uses it up: a TOTP code's time step is
+   * accepted once (`enabled`: the authenticator must be enabled, or still pending for enable),
+   * a recovery code is marked used. `code` may hold either (disable, regeneration).
+   * @returns which factor it was, or undefined for a wrong, replayed or used one.
+   */
+  const useSecondFactor = async (
+    tx: Queryable,
+    c: { userId: string; sealedSecret: string; factor: SecondFactor; enabled: boolean },
+  ): Promise<'totp' | 'recovery_code' | undefined> => {
+    const typed = 'code' in c.factor ? c.factor.code : c.factor.recoveryCode;
+    if ('code' in c.factor && /^[0-9]{6}$/.test(typed)) {
+      const secret = openTotpSecret(keys.totpSecretKey, c.userId, c.sealedSecret);
+      if (secret === undefined) {
+        log.error({ userId: c.userId }, 'a TOTP secret does not decrypt: MFA_KEY_FILE is not the key it was stored under');
+        return undefined;
+      }
+      const step = await matchTotp(secret, typed, nowSeconds());
+      return step !== undefined && (await acceptTotpStep(tx, { userId: c.userId, step, enabled: c.enabled })) ? 'totp' : undefined;
+    }
+    if (!c.enabled) return undefined;
+    const hash = recoveryCodeHash(keys.recoveryCodeKey, c.userId, typed);
+    return hash !== undefined && (await useRecoveryCode(tx, { userId: c.userId, hash, now: clock.now() })) ? 'recovery_code' : undefined;
+  };
+
+  /** Queues a notice to the user's verified address in `tx`. @returns whether one was queued. */
+  const notice = async (tx: Queryable, user: UserRow, kind: SecurityNoticeKind, client: NoticeClient): Promise<boolean> => {
+    const address = noticeAddress(user);
+    if (address === null) return false;
+    await queueSecurityNotice(tx, { kind, recipient: address, username: user.username, at: clock.now(), client });
+    return true;
+  };
+
+  /** New recovery codes for `userId`, stored hashed in `tx`; returns them in the clear, once. */
+  const storeNewRecoveryCodes = async (tx: Queryable, userId: string): Promise<string[]> => {
+    const codes = newRecoveryCodes();
+    await replaceRecoveryCodes(tx, { userId, hashes: codes.map((code) => recoveryCodeHash(keys.recoveryCodeKey, userId, code)!), now: clock.now() });
+    return codes;
+  };
+
+  /**
+   * Disable and regeneration: the password, then (under the authenticator's row lock) a code,
+   * then `change` in the same transaction; a success takes the attempt's count back.
+   */
+  const withPasswordAndCode = async <T>(
+    user: UserRow,
+    input: { password: string; code: string },
+    change: (tx: Queryable) => Promise<T>,
+  ): Promise<T> => {
+    await countManageAttempt(user);
+    await checkPassword(user, input.password);
+    const outcome = await db.transaction(async (tx): Promise<{ failure: 'not_enabled' | 'invalid_code' } | { value: T }> => {
+      const totp = await findTotp(tx, user.id, { lock: true });
+      if (totp?.enabled_at == null) return { failure: 'not_enabled' };
+      const used = await useSecondFactor(tx, { userId: user.id, sealedSecret: totp.secret, factor: { code: input.code }, enabled: true });
+      // A wrong code changes nothing; a replayed one neither.
+      if (used === undefined) return { failure: 'invalid_code' };
+      return { value: await change(tx) };
+    });
+    if ('failure' in outcome) {
+      if (outcome.failure === 'not_enabled') throw new AppError('auth.mfa.validation_failed', { message: 'no second factor is enabled.' });
+      throw new AppError('auth.mfa.invalid_code');
+    }
+    await limiter.forgive(rules.mfaManagePerUser, user.id);
+    return outcome.value;
+  };
+
+  return {
+    async setup(user, input) {
+      await countManageAttempt(user);
+      await checkPassword(user, input.password);
+      const existing = await findTotp(db, user.id);
+      if (existing?.enabled_at != null) throw new AppError('auth.mfa.already_enabled');
+      const secret = newTotpSecret();
+      if (!(await storePendingTotp(db, { userId: user.id, secret: sealTotpSecret(keys.totpSecretKey, user.id, secret), now: clock.now() }))) {
+        throw new AppError('auth.mfa.already_enabled');
+      }
+      await limiter.forgive(rules.mfaManagePerUser, user.id);
+      return { secret, otpauthUri: otpauthUri({ issuer, account: user.email ?? user.username, secret }) };
+    },
+
+    async enable(user, input, client) {
+      await countManageAttempt(user);
+      const outcome = await db.transaction(async (tx): Promise<{ failure: 'no_setup' | 'enabled' | 'invalid_code' } | { codes: string[]; noticed: boolean }> => {
+        const totp = await findTotp(tx, user.id, { lock: true });
+        if (totp === undefined) return { failure: 'no_setup' };
+        if (totp.enabled_at !== null) return { failure: 'enabled' };
+        if ((await useSecondFactor(tx, { userId: user.id, sealedSecret: totp.secret, factor: { code: input.code }, enabled: false })) === undefined) {
+          return { failure: 'invalid_code' };
+        }
+        await enableTotp(tx, user.id, clock.now());
+        const codes = await storeNewRecoveryCodes(tx, user.id);
+        return { codes, noticed: await notice(tx, user, 'mfa_enabled', client) };
+      });
+      if ('failure' in outcome) {
+        if (outcome.failure === 'no_setup') throw new AppError('auth.mfa.validation_failed', { message: 'call /auth/v0/mfa/totp/setup first.' });
+        if (outcome.failure === 'enabled') throw new AppError('auth.mfa.already_enabled');
+        throw new AppError('auth.mfa.invalid_code');
+      }
+      await limiter.forgive(rules.mfaManagePerUser, user.id);
+      if (outcome.noticed) onEmailQueued();
+      securityEvent(log, 'mfa.enabled', { userId: user.id, ip: client.ip });
+      return outcome.codes;
+    },
+
+    async disable(user, input, client) {
+      const noticed = await withPasswordAndCode(user, input, async (tx) => {
+        await deleteTotp(tx, user.id);
+        return notice(tx, user, 'mfa_disabled', client);
+      });
+      if (noticed) onEmailQueued();
+      securityEvent(log, 'mfa.disabled', { userId: user.id, ip: client.ip });
+    },
+
+    async regenerateRecoveryCodes(user, input, client) {
+      const { codes, noticed } = await withPasswordAndCode(user, input, async (tx) => ({
+        codes: await storeNewRecoveryCodes(tx, user.id),
+        noticed: await notice(tx, user, 'recovery_codes_regenerated', client),
+      }));
+      if (noticed) onEmailQueued();
+      securityEvent(log, 'mfa.recovery_codes_regenerated', { userId: user.id, ip: client.ip });
+      return codes;
+    },
+
+    async completeSignIn(challenge, factor, client) {
+      if (challenge === undefined || challenge === '') {
+        metrics.mfaSignIn('challenge_expired');
+        throw new AppError('auth.mfa.missing_challenge');
+      }
+      const ip = client.ip ?? UNKNOWN_CLIENT;
+      const tokenHash = sha256(challenge);
+      const isLive = (row: ChallengeRow | undefined, now: Date): row is ChallengeRow =>
+        row !== undefined && row.consumed_at === null && row.expires_at > now && row.attempts < MAX_CHALLENGE_ATTEMPTS;
+      const expired = (): AppError => {
+        metrics.mfaSignIn('challenge_expired');
+        return new AppError('auth.mfa.challenge_expired');
+      };
+      const seen = await lockChallenge(db, tokenHash);
+      if (!isLive(seen, clock.now())) throw expired();
+      // Every try counts per client network and per account before the code is checked; a success takes both back.
+      const { verdict } = await limiter.hitAll({ first: { rule: rules.mfaSignInPerIp, subject: ip }, rule: rules.mfaSignInPerAccount, subjects: [seen.user_id] });
+      if (!verdict.allowed) {
+        metrics.mfaSignIn('locked');
+        securityEvent(log, 'mfa.rate_limited', { userId: seen.user_id, ip: client.ip });
+        throw tooMany(verdict.retryAfterSeconds);
+      }
+      const now = clock.now();
+      const outcome = await db.transaction(async (tx): Promise<'expired' | 'invalid_code' | { passwordHash: string; used: 'totp' | 'recovery_code' }> => {
+        const row = await lockChallenge(tx, tokenHash);
+        if (!isLive(row, now)) return 'expired';
+        const totp = await findTotp(tx, row.user_id);
+        const used = totp?.enabled_at == null ? undefined : await useSecondFactor(tx, { userId: row.user_id, sealedSecret: totp.secret, factor, enabled: true });
+        if (used === undefined) {
+          // The counted try commits with this transaction.
+          await recordChallengeFailure(tx, row.id);
+          return 'invalid_code';
+        }
+        await consumeChallenge(tx, row.id, now);
+        return { passwordHash: row.password_hash, used };
+      });
+      if (outcome === 'expired') throw expired();
+      if (outcome === 'invalid_code') {
+        metrics.mfaSignIn('invalid_code');
+        securityEvent(log, 'mfa.failed', { userId: seen.user_id, ip: client.ip, reason: 'invalid_code' });
+        throw new AppError('auth.mfa.invalid_code');
+      }
+      await limiter.forgive(rules.mfaSignInPerIp, ip);
+      await limiter.forgive(rules.mfaSignInPerAccount, seen.user_id);
+      const user = await findUserById(db, seen.user_id);
+      // The session is created only while the password the first step checked is still the user's.
+      const issued = user === undefined ? undefined : await sessions.startSession(user, { checkedHash: outcome.passwordHash, amr: PASSWORD_AND_OTP_AMR, client });
+      if (user === undefined || issued === undefined) throw expired();
+      metrics.mfaSignIn(outcome.used);
+      return { ...issued, user };
+    },
+  };
+}
