@@ -47,8 +47,13 @@ export async function serve(env: Readonly<Record<string, string | undefined>> = 
       log.warn('SMTP is not configured (SMTP_HOST unset): emails, verification codes included, are written to this log. Do not run like this in production.');
     }
     if (config.databaseUrl === undefined) log.info({ dataDir: config.dataDir }, 'using the embedded PGlite database');
-    else if (config.jwt.privateKeyFile === undefined) {
-      log.warn('DATABASE_URL is set but JWT_PRIVATE_KEY_FILE is not: this instance signs with a key generated into its own DATA_DIR, which other instances will not accept. Give every instance the same JWT_PRIVATE_KEY_FILE.');
+    else {
+      if (config.jwt.privateKeyFile === undefined) {
+        log.warn('DATABASE_URL is set but JWT_PRIVATE_KEY_FILE is not: this instance signs with a key generated into its own DATA_DIR, which other instances will not accept. Give every instance the same JWT_PRIVATE_KEY_FILE.');
+      }
+      if (config.mfaKeyFile === undefined) {
+        log.warn('DATABASE_URL is set but MFA_KEY_FILE is not: TOTP secrets are encrypted under a key generated into this instance\'s DATA_DIR, which other instances cannot read. Give every instance the same MFA_KEY_FILE.');
+      }
     }
 
     let closing = false;
