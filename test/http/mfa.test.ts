@@ -3,7 +3,7 @@ import { decodeJwt } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestContext, type TestContext } from '../helpers/context.js';
 import { createVerifiedUser, PASSWORD, postJson, refresh, refreshCookieOf, resetCode, setCookies, signIn, textOf, withBearer } from '../helpers/flows.js';
-import { stepAt, totpForStep } from '../helpers/totp.js';
+import { codeNow, enrolled as enrolledIn, nextStep, passwordStep, secondStep } from '../helpers/mfa.js';
 
 /**
  * The second factor (docs/api.md#second-factor, docs/api.md#sign-in-second-step): every status
@@ -20,45 +20,12 @@ afterAll(async () => ctx.close());
 
 const NEW_PASSWORD = 'plum tractor velvet harbour';
 
+/** A verified, signed-in user with TOTP enabled (in `ctx` unless given). */
+const enrolled = (c: TestContext = ctx) => enrolledIn(c);
+
 function expectError(res: LightMyRequestResponse, status: number, code: string): void {
   expect(res.statusCode, res.body).toBe(status);
   expect(res.json()).toEqual({ code, message: expect.any(String) });
-}
-
-/** The code for the test clock's current step, or `offset` steps away. */
-const codeNow = (c: TestContext, secret: string, offset = 0): string => totpForStep(secret, stepAt(c.clock.now()) + offset);
-/** Moves the test clock to the next 30 s step, so a fresh code is not a replay of the last one. */
-const nextStep = (c: TestContext): void => c.clock.advance(30);
-
-/** A verified, signed-in user with TOTP enabled; returns its secret and recovery codes. */
-async function enrolled(c: TestContext = ctx) {
-  const user = await createVerifiedUser(c);
-  const session = await signIn(c, { username: user.username, password: PASSWORD });
-  const setup = await withBearer(c, 'POST', '/auth/v0/mfa/totp/setup', session.accessToken, { password: PASSWORD });
-  expect(setup.statusCode, setup.body).toBe(200);
-  const { secret } = setup.json() as { secret: string };
-  const enable = await withBearer(c, 'POST', '/auth/v0/mfa/totp/enable', session.accessToken, { code: codeNow(c, secret) });
-  expect(enable.statusCode, enable.body).toBe(200);
-  nextStep(c);
-  return { user, session, secret, recoveryCodes: (enable.json() as { recovery_codes: string[] }).recovery_codes };
-}
-
-/** The password step of an enrolled user: 403 and the challenge cookie's value. */
-async function passwordStep(c: TestContext, username: string, password = PASSWORD): Promise<string> {
-  const res = await postJson(c, '/auth/v0/sign-in', { username, password });
-  expectError(res, 403, 'auth.mfa_required');
-  const cookie = setCookies(res).find((x) => x.name === 'mfa_challenge');
-  expect(cookie).toBeDefined();
-  return cookie!.value;
-}
-
-function secondStep(c: TestContext, challenge: string | undefined, body: unknown): Promise<LightMyRequestResponse> {
-  return c.app.inject({
-    method: 'POST',
-    url: '/auth/v0/sign-in/mfa',
-    headers: { 'content-type': 'application/json', ...(challenge === undefined ? {} : { cookie: `mfa_challenge=${challenge}` }) },
-    payload: JSON.stringify(body),
-  });
 }
 
 async function noticesTo(c: TestContext, email: string): Promise<string[]> {

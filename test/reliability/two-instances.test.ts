@@ -8,6 +8,7 @@ import { TestClock } from '../helpers/clock.js';
 import type { TestContext } from '../helpers/context.js';
 import { createTestDatabase, type TestDatabase } from '../helpers/database.js';
 import { createVerifiedUser, postJson, refresh, refreshCookieOf, signIn, signUp, withBearer } from '../helpers/flows.js';
+import { codeNow, enrolled, nextStep, passwordStep, secondStep } from '../helpers/mfa.js';
 import { startSmtpServer, type TestSmtpServer } from '../helpers/smtp.js';
 import { createAppContext, ON_POSTGRES } from './helpers/app-context.js';
 import { messageIdOf } from './helpers/fault-smtp.js';
@@ -55,6 +56,17 @@ describe.runIf(ON_POSTGRES)('two instances on one PostgreSQL (PostgreSQL only: P
     await smtp?.close();
     await database?.drop();
     if (dataDir !== undefined) rmSync(dataDir, { recursive: true, force: true });
+  });
+
+  it('TOTP replay across instances: one code raced through A and B signs in at most once, every round; the secret enrolled through A works on B', async () => {
+    const { user, secret } = await enrolled(a);
+    for (let round = 0; round < 5; round++) {
+      const code = codeNow(a, secret);
+      const [ca, cb] = await Promise.all([passwordStep(a, user.username), passwordStep(b, user.username)]);
+      const results = await Promise.all([secondStep(a, ca, { code }), secondStep(b, cb, { code })]);
+      expect(results.map((r) => r.statusCode).sort()).toEqual([200, 401]);
+      nextStep(a);
+    }
   });
 
   it('a session revoked through A is refused at once by B (Bearer and refresh); revoke-all through B ends sessions on A', async () => {
