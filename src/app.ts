@@ -215,45 +215,12 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   app.decorate('outbox', outbox);
   app.decorate('keys', keys);
   app.decorate('retention', retention);
-  const passwordReset = createPasswordResetService({
-    db,
-    clock,
-    hasher,
-    codes,
-    limiter,
-    rules,
-    log: app.log,
-    metrics,
-    codeTtlSeconds: config.oneTimeCodeTtlSeconds,
-    onEmailQueued,
-    breachedPasswords,
-  });
+  // What the account-recovery and account-security services share.
+  const serviceDeps = { db, clock, hasher, limiter, rules, log: app.log, metrics, onEmailQueued };
+  const passwordReset = createPasswordResetService({ ...serviceDeps, codes, codeTtlSeconds: config.oneTimeCodeTtlSeconds, breachedPasswords });
   app.decorate('passwordReset', passwordReset);
-  const mfa = createMfaService({
-    db,
-    clock,
-    hasher,
-    sessions,
-    keys: keys.mfa,
-    issuer: config.totpIssuer,
-    limiter,
-    rules,
-    log: app.log,
-    metrics,
-    onEmailQueued,
-  });
-  const emailChange = createEmailChangeService({
-    db,
-    clock,
-    hasher,
-    codes,
-    limiter,
-    rules,
-    log: app.log,
-    metrics,
-    codeTtlSeconds: config.oneTimeCodeTtlSeconds,
-    onEmailQueued,
-  });
+  const mfa = createMfaService({ ...serviceDeps, sessions, keys: keys.mfa, issuer: config.totpIssuer });
+  const emailChange = createEmailChangeService({ ...serviceDeps, codes, codeTtlSeconds: config.oneTimeCodeTtlSeconds });
 
   if (deps.startOutboxWorker ?? true) app.addHook('onReady', async () => outbox.start());
   app.addHook('onReady', async () => limiter.start());
