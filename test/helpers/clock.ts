@@ -14,3 +14,17 @@ export class TestClock implements Clock {
     this.t += seconds * 1000;
   }
 }
+
+/**
+ * A clock that follows the real time, plus whatever `advance` added: for tests in which a
+ * browser's timers and the service must agree on time (tokens that expire while a page waits).
+ */
+export class WallClock extends TestClock {
+  private offsetMs = 0;
+  override now(): Date {
+    return new Date(Date.now() + this.offsetMs);
+  }
+  override advance(seconds: number): void {
+    this.offsetMs += seconds * 1000;
+  }
+}

@@ -36,8 +36,9 @@ export interface TestContext {
  * SMTP server on loopback wired through SMTP_* settings, a controllable clock, cheap argon2id.
  * @param env extra environment settings for loadConfig.
  * @param options.startOutboxWorker false leaves queued emails in the outbox (default true).
+ * @param options.clock the service's clock (default a TestClock that moves only when told to).
  */
-export async function createTestContext(env: Record<string, string> = {}, options: { startOutboxWorker?: boolean } = {}): Promise<TestContext> {
+export async function createTestContext(env: Record<string, string> = {}, options: { startOutboxWorker?: boolean; clock?: TestClock } = {}): Promise<TestContext> {
   const database = await createTestDatabase();
   const smtp = await startSmtpServer();
   const dataDir = mkdtempSync(path.join(tmpdir(), 'auth-test-'));
@@ -59,7 +60,7 @@ export async function createTestContext(env: Record<string, string> = {}, option
     RATE_LIMIT_RESEND_PER_IP: '0',
     ...env,
   });
-  const clock = new TestClock();
+  const clock = options.clock ?? new TestClock();
   const rawLogs: string[] = [];
   const logs: Record<string, unknown>[] = [];
   const sink = new Writable({

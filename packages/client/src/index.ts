@@ -1,0 +1,196 @@
+/**
+ * @latchkey/client: the browser side of Latchkey. One typed function per operation of the
+ * service (docs/api.md#operations), the access token in memory only, `client.fetch` for the
+ * app's own APIs, and refresh coordinated across the origin's tabs (token-keeper.ts).
+ */
+import { errorOf, LatchkeyError, networkError } from './errors.js';
+import { stateOf, TokenKeeper } from './token-keeper.js';
+import type { ClientEvents, JwksResponse, MeResponse, Session, SignInRequest, SignInResponse, SignUpRequest, User } from './types.js';
+
+export { LatchkeyError } from './errors.js';
+export type * from './types.js';
+
+export interface ClientOptions {
+  /**
+   * Where the service is reachable, without the `/auth/v0` prefix (docs/api.md#base-path-and-version):
+   * `https://auth.example.com`, or `''` when it is routed under `/auth/v0` of the page's origin.
+   * Another origin must be listed in the service's `CORS_ORIGINS` (docs/api.md#cors).
+   */
+  baseUrl: string;
+  /** Restore the session through the refresh cookie when created, as on a page load (default true). */
+  restore?: boolean;
+  /** The fetch to use (default: the page's). */
+  fetch?: typeof fetch;
+}
+
+export interface LatchkeyClient {
+  /** Settles when the session restore of a page load is over: true when signed in. Never rejects. */
+  readonly ready: Promise<boolean>;
+  /** Whether this tab holds a session's access token. */
+  readonly signedIn: boolean;
+  /** The session id (`sid`), or null when signed out. */
+  readonly sessionId: string | null;
+  /** A valid access token (refreshed first if about to expire), or null when signed out. For APIs `fetch` does not reach (WebSocket, EventSource). */
+  accessToken(): Promise<string | null>;
+  /**
+   * `fetch` with `Authorization: Bearer <access token>` for the app's own APIs. On a 401 with
+   * the code `auth.invalid_access_token` (what @latchkey/verify answers) it refreshes once and
+   * sends the request again; the body must then be re-readable (not a stream). Never throws for
+   * an HTTP status; throws the refresh's LatchkeyError when no token can be had.
+   */
+  fetch(input: RequestInfo | URL, init?: RequestInit): Promise<Response>;
+  /** Listens to an event; returns the function that stops listening. */
+  on<K extends keyof ClientEvents>(event: K, listener: (payload: ClientEvents[K]) => void): () => void;
+  /** Refreshes now (coordinated like every refresh); false when the session is over. */
+  refresh(): Promise<boolean>;
+  /** docs/api.md#sign-up (201). */
+  signUp(body: SignUpRequest): Promise<{ user: User }>;
+  /** docs/api.md#verify-email-post (204). */
+  verifyEmail(body: { email: string; code: string }): Promise<void>;
+  /** docs/api.md#resend-verification (204). */
+  resendVerification(body: { email: string }): Promise<void>;
+  /** docs/api.md#sign-in (200): keeps the access token, stores the cookie, and signs in every tab. */
+  signIn(body: SignInRequest): Promise<SignInResponse>;
+  /** docs/api.md#logout (204): ends the session and signs out every tab. A 401 (the session had already ended) signs out too, and is thrown. */
+  logout(): Promise<void>;
+  /** docs/api.md#me (200). */
+  me(): Promise<MeResponse>;
+  /** docs/api.md#change-password (204): every session ends, so every tab is signed out. */
+  changePassword(body: { current_password: string; new_password: string }): Promise<void>;
+  /** docs/api.md#delete-account (204): every tab is signed out. */
+  deleteAccount(body: { password: string }): Promise<void>;
+  /** docs/api.md#request-a-password-reset (204). */
+  requestPasswordReset(body: { email: string }): Promise<void>;
+  /** docs/api.md#confirm-a-password-reset (204). */
+  confirmPasswordReset(body: { email: string; code: string; new_password: string }): Promise<void>;
+  /** docs/api.md#list-sessions (200). */
+  listSessions(): Promise<{ sessions: Session[] }>;
+  /** docs/api.md#revoke-all-sessions (204): every tab is signed out. */
+  revokeAllSessions(): Promise<void>;
+  /** docs/api.md#revoke-one-session (204); revoking this tab's own session signs every tab out. */
+  revokeSession(sessionId: string): Promise<void>;
+  /** docs/api.md#jwks (200). */
+  jwks(): Promise<JwksResponse>;
+  /** Stops timers and listeners and forgets the token (the session itself goes on). */
+  close(): void;
+}
+
+/** The service's code for an access token it refuses (docs/api.md#bearer-authentication). */
+const INVALID_ACCESS_TOKEN = 'auth.invalid_access_token';
+
+/** Whether a response is a 401 `auth.invalid_access_token` (its body left unread). */
+async function refusesToken(res: Response): Promise<boolean> {
+  if (res.status !== 401) return false;
+  try {
+    return ((await res.clone().json()) as { code?: unknown }).code === INVALID_ACCESS_TOKEN;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * Creates a client for the service at `options.baseUrl`. Create one per page. With `restore`
+ * (the default) it refreshes at once through the cookie, under the cross-tab lock, to restore a
+ * session after a page load; `ready` settles when that is done.
+ */
+export function createClient(options: ClientOptions): LatchkeyClient {
+  const api = `${options.baseUrl.replace(/\/+$/, '')}/auth/v0`;
+  const fetchImpl = options.fetch ?? ((input: RequestInfo | URL, init?: RequestInit) => fetch(input, init));
+  const listeners = new Map<keyof ClientEvents, Set<(payload: unknown) => void>>();
+  const keeper = new TokenKeeper(`${api}/refresh`, `latchkey:${api}`, fetchImpl, (event, payload) => {
+    for (const listener of listeners.get(event) ?? []) listener(payload);
+  });
+
+  /**
+   * Sends `fn(token)` with the current token; on 401 `auth.invalid_access_token` refreshes once
+   * (unless another refresh already replaced the token) and sends again.
+   */
+  async function withToken(fn: (token: string | null) => Promise<Response>): Promise<Response> {
+    const token = await keeper.token();
+    const res = await fn(token);
+    if (token === null || !(await refusesToken(res))) return res;
+    const next = keeper.state?.accessToken === token ? (await keeper.refresh())?.accessToken : keeper.state?.accessToken;
+    return next === undefined ? res : fn(next);
+  }
+
+  /** Calls an operation; resolves to its parsed body (undefined for 204), throws LatchkeyError for an error answer. */
+  async function call<T>(method: string, path: string, body?: unknown, bearer = false): Promise<T> {
+    const send = async (token: string | null) => {
+      const headers: Record<string, string> = body === undefined ? {} : { 'content-type': 'application/json' };
+      if (token !== null) headers.authorization = `Bearer ${token}`;
+      try {
+        return await fetchImpl(`${api}${path}`, { method, credentials: 'include', headers, ...(body === undefined ? {} : { body: JSON.stringify(body) }) });
+      } catch (err) {
+        throw networkError(err);
+      }
+    };
+    const res = bearer ? await withToken(send) : await send(null);
+    if (!res.ok) throw await errorOf(res);
+    return (res.status === 204 ? undefined : await res.json()) as T;
+  }
+
+  /** Calls an operation that ends every session of the user, then signs every tab out. */
+  async function ending(method: string, path: string, body: unknown, reason: string): Promise<void> {
+    await call(method, path, body, true);
+    keeper.signOut(reason, true);
+  }
+
+  const ready = options.restore === false ? Promise.resolve(false) : keeper.refresh().then((s) => s !== null, () => false);
+
+  return {
+    ready,
+    get signedIn() {
+      return keeper.state !== null;
+    },
+    get sessionId() {
+      return keeper.state?.sessionId ?? null;
+    },
+    accessToken: () => keeper.token(),
+    fetch: (input, init) =>
+      withToken((token) => {
+        const request = new Request(input, init);
+        if (token !== null) request.headers.set('authorization', `Bearer ${token}`);
+        return fetchImpl(request);
+      }),
+    on(event, listener) {
+      const set = listeners.get(event) ?? new Set();
+      listeners.set(event, set);
+      set.add(listener as (payload: unknown) => void);
+      return () => void set.delete(listener as (payload: unknown) => void);
+    },
+    refresh: async () => (await keeper.refresh()) !== null,
+    signUp: (body) => call('POST', '/sign-up', body),
+    verifyEmail: (body) => call('POST', '/verify-email', body),
+    resendVerification: (body) => call('POST', '/verify-email/resend', body),
+    signIn: (body) =>
+      // Under the refresh lock: no other tab's refresh is in flight while the cookie changes.
+      keeper.lock(async () => {
+        const res = await call<SignInResponse>('POST', '/sign-in', body);
+        keeper.set(stateOf(res.tokens.access_token, res.session_id), true);
+        return res;
+      }),
+    async logout() {
+      try {
+        await call('POST', '/logout', undefined, true);
+      } catch (err) {
+        if (err instanceof LatchkeyError && err.status === 401) keeper.signOut(err.code, true);
+        throw err;
+      }
+      keeper.signOut('logout', true);
+    },
+    me: () => call('GET', '/me', undefined, true),
+    changePassword: (body) => ending('POST', '/change-password', body, 'password_changed'),
+    deleteAccount: (body) => ending('POST', '/delete-account', body, 'account_deleted'),
+    requestPasswordReset: (body) => call('POST', '/password-reset', body),
+    confirmPasswordReset: (body) => call('POST', '/password-reset/confirm', body),
+    listSessions: () => call('GET', '/sessions', undefined, true),
+    revokeAllSessions: () => ending('DELETE', '/sessions', undefined, 'sessions_revoked'),
+    async revokeSession(sessionId) {
+      const own = sessionId === keeper.state?.sessionId;
+      await call('DELETE', `/sessions/${encodeURIComponent(sessionId)}`, undefined, true);
+      if (own) keeper.signOut('session_revoked', true);
+    },
+    jwks: () => call('GET', '/.well-known/jwks.json'),
+    close: () => keeper.close(),
+  };
+}
