@@ -1,0 +1,174 @@
+import { execFile, execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import { chromium, type Browser } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createTestContext, type TestContext } from '../helpers/context.js';
+import { createVerifiedUser, PASSWORD, signIn, withBearer } from '../helpers/flows.js';
+import { CHROMIUM, CHROMIUM_ARGS, SKIP_BROWSER } from './browser-harness.js';
+
+const execFileAsync = promisify(execFile);
+const ROOT = path.resolve(import.meta.dirname, '..', '..');
+const EXAMPLES = path.join(ROOT, 'examples');
+
+/**
+ * Builds @latchkey/verify and @latchkey/client into their dist/ folders (their `build` scripts:
+ * tsc), which the examples import through the workspace links in node_modules.
+ */
+function buildPackages(): void {
+  const tsc = path.join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc');
+  for (const pkg of ['verify', 'client']) execFileSync(process.execPath, [tsc, '-p', path.join(ROOT, 'packages', pkg, 'tsconfig.build.json')], { stdio: 'pipe' });
+}
+
+/** Starts an example server and waits for the line that gives its URL. */
+async function startExample(script: string, env: Record<string, string>, ready: RegExp): Promise<{ url: string; child: ChildProcess }> {
+  const child = spawn(process.execPath, [path.join(EXAMPLES, script)], { env: { PATH: process.env.PATH ?? '', PORT: '0', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  let output = '';
+  const url = await new Promise<string>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`${script} did not start: ${output}`)), 20_000);
+    const onData = (chunk: Buffer) => {
+      output += chunk.toString('utf8');
+      const match = ready.exec(output);
+      if (match) {
+        clearTimeout(timer);
+        resolve(match[1]!);
+      }
+    };
+    child.stdout!.on('data', onData);
+    child.stderr!.on('data', onData);
+    child.once('exit', (code) => reject(new Error(`${script} exited with ${code}: ${output}`)));
+  });
+  return { url, child };
+}
+
+/** Runs examples/native-app.mjs once; never rejects on a non-zero exit. */
+async function nativeApp(command: string, env: Record<string, string>): Promise<{ code: number; stdout: string; stderr: string }> {
+  try {
+    const { stdout, stderr } = await execFileAsync(process.execPath, [path.join(EXAMPLES, 'native-app.mjs'), command], { env: { PATH: process.env.PATH ?? '', ...env } });
+    return { code: 0, stdout, stderr };
+  } catch (err) {
+    const e = err as { code?: number; stdout?: string; stderr?: string };
+    return { code: typeof e.code === 'number' ? e.code : -1, stdout: e.stdout ?? '', stderr: e.stderr ?? '' };
+  }
+}
+
+describe('the examples of docs/integration.md against a running service', () => {
+  let ctx: TestContext;
+  let authUrl: string;
+  let api: { url: string; child: ChildProcess };
+  const children: ChildProcess[] = [];
+  const work = mkdtempSync(path.join(tmpdir(), 'latchkey-examples-'));
+
+  beforeAll(async () => {
+    buildPackages();
+    ctx = await createTestContext();
+    await ctx.app.listen({ host: '127.0.0.1', port: 0 });
+    authUrl = `http://127.0.0.1:${(ctx.app.server.address() as AddressInfo).port}`;
+    api = await startExample('resource-server.mjs', { AUTH_URL: authUrl }, /listening on (\S+)/);
+    children.push(api.child);
+  }, 120_000);
+  afterAll(async () => {
+    for (const child of children) child.kill('SIGTERM');
+    await ctx?.close();
+    rmSync(work, { recursive: true, force: true });
+  });
+
+  it('resource-server.mjs: 200 with the caller for a valid token, 401 with the Error body otherwise', async () => {
+    const user = await createVerifiedUser(ctx);
+    const session = await signIn(ctx, { username: user.username, password: user.password });
+    const ok = await fetch(`${api.url}/api/hello`, { headers: { authorization: `Bearer ${session.accessToken}` } });
+    expect(ok.status).toBe(200);
+    expect(await ok.json()).toEqual({ hello: user.id, session: session.sessionId });
+    const missing = await fetch(`${api.url}/api/hello`);
+    expect(missing.status).toBe(401);
+    expect(((await missing.json()) as { code: string }).code).toBe('auth.missing_access_token');
+    const forged = await fetch(`${api.url}/api/hello`, { headers: { authorization: `Bearer ${session.accessToken.slice(0, -2)}AA` } });
+    expect(forged.status).toBe(401);
+    expect(((await forged.json()) as { code: string }).code).toBe('auth.invalid_access_token');
+  });
+
+  it('resource-server.mjs with CHECK_SESSION_SECONDS=0 refuses the token of a session that was logged out', async () => {
+    const strict = await startExample('resource-server.mjs', { AUTH_URL: authUrl, CHECK_SESSION_SECONDS: '0' }, /listening on (\S+)/);
+    children.push(strict.child);
+    const user = await createVerifiedUser(ctx);
+    const session = await signIn(ctx, { username: user.username, password: user.password });
+    const call = () => fetch(`${strict.url}/api/hello`, { headers: { authorization: `Bearer ${session.accessToken}` } });
+    expect((await call()).status).toBe(200);
+    expect((await withBearer(ctx, 'POST', '/auth/v0/logout', session.accessToken)).statusCode).toBe(204);
+    const refused = await call();
+    expect(refused.status).toBe(401);
+    expect(((await refused.json()) as { code: string }).code).toBe('auth.invalid_access_token');
+    // The example without the session check accepts it until it expires, as documented.
+    expect((await fetch(`${api.url}/api/hello`, { headers: { authorization: `Bearer ${session.accessToken}` } })).status).toBe(200);
+  });
+
+  it('native-app.mjs keeps the refresh token itself: sign-in saves it (0600), every run rotates it, logout ends the session', async () => {
+    const user = await createVerifiedUser(ctx);
+    const sessionFile = path.join(work, 'session');
+    const env = { AUTH_URL: authUrl, SESSION_FILE: sessionFile, LATCHKEY_USERNAME: user.username, LATCHKEY_PASSWORD: user.password };
+
+    const signedIn = await nativeApp('sign-in', env);
+    expect(signedIn.code, signedIn.stderr).toBe(0);
+    expect(JSON.parse(signedIn.stdout)).toMatchObject({ signedIn: user.username });
+    expect(statSync(sessionFile).mode & 0o777).toBe(0o600);
+    const first = readFileSync(sessionFile, 'utf8');
+    expect(first).toMatch(/^[A-Za-z0-9_-]{43}$/);
+
+    const me = await nativeApp('me', env);
+    expect(me.code, me.stderr).toBe(0);
+    expect(JSON.parse(me.stdout)).toEqual({ user: user.username, session: JSON.parse(signedIn.stdout).session });
+    const second = readFileSync(sessionFile, 'utf8');
+    expect(second).not.toBe(first); // rotated and saved
+    expect((await nativeApp('me', env)).code).toBe(0);
+    expect(readFileSync(sessionFile, 'utf8')).not.toBe(second);
+
+    const out = await nativeApp('logout', env);
+    expect(out.code, out.stderr).toBe(0);
+    expect(existsSync(sessionFile)).toBe(false);
+    const after = await nativeApp('me', env);
+    expect(after.code).toBe(1);
+    expect(after.stderr).toBe('not signed in: run sign-in first\n');
+    expect((await nativeApp('me', { AUTH_URL: authUrl })).code).toBe(2);
+  });
+
+  describe.skipIf(SKIP_BROWSER)('browser-app/ in Chromium', () => {
+    let browser: Browser;
+    beforeAll(async () => {
+      browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: CHROMIUM_ARGS });
+    }, 60_000);
+    afterAll(async () => browser?.close());
+
+    it('signs in, calls the API with the access token, restores the session after a reload, and logs out', async () => {
+      const app = await startExample('browser-app/serve.mjs', { AUTH_URL: authUrl, API_URL: api.url }, /open (\S+)/);
+      children.push(app.child);
+      const user = await createVerifiedUser(ctx, { password: PASSWORD });
+      const page = await (await browser.newContext()).newPage();
+      page.setDefaultTimeout(15_000);
+      await page.goto(app.url);
+      await expect.poll(() => page.locator('#state').getAttribute('data-signed-in')).toBe('false');
+
+      await page.fill('#username', user.username);
+      await page.fill('#password', 'not the password');
+      await page.click('#sign-in-submit');
+      await expect.poll(() => page.locator('#error').textContent()).toBe('The credentials are invalid. (auth.invalid_credentials)');
+      await page.fill('#password', PASSWORD);
+      await page.click('#sign-in-submit');
+      await expect.poll(() => page.locator('#state').getAttribute('data-signed-in')).toBe('true');
+
+      await page.click('#call-api');
+      await expect.poll(() => page.locator('#api-result').textContent()).toContain(`200 {"hello":"${user.id}"`);
+      await page.reload();
+      await expect.poll(() => page.locator('#state').getAttribute('data-signed-in')).toBe('true');
+      await page.click('#call-api');
+      await expect.poll(() => page.locator('#api-result').textContent()).toContain(`200 {"hello":"${user.id}"`);
+
+      await page.click('#logout');
+      await expect.poll(() => page.locator('#state').getAttribute('data-signed-in')).toBe('false');
+      await page.click('#call-api');
+      await expect.poll(() => page.locator('#api-result').textContent()).toContain('401 {"code":"auth.missing_access_token"');
+    }, 90_000);
+  });
+});
