@@ -60,7 +60,16 @@ const PAGE = `<!doctype html><meta charset="utf-8"><title>client test</title>
 import { createClient } from '/app/latchkey-client.js';
 const client = createClient({ baseUrl: '' });
 window.client = client;
+window.createClient = createClient;
 window.events = [];
+/** Calls an operation of the client: { ok: body } or { error: the LatchkeyError's fields }. */
+window.run = async (op, ...args) => {
+  try {
+    return { ok: (await client[op](...args)) ?? null };
+  } catch (e) {
+    return { error: { name: e.name, code: e.code, message: e.message, status: e.status, retryAfter: e.retryAfter } };
+  }
+};
 for (const name of ['signedIn', 'signedOut', 'tokenRefreshed']) client.on(name, (payload) => window.events.push({ name, ...payload }));
 window.app = { ok: 0, failures: [], refreshes: 0, refreshFailures: [], stopped: false };
 window.startApp = ({ apiEveryMs, refreshEveryMs, pauseWhenHidden }) => {

@@ -66,7 +66,7 @@ describe('@latchkey/verify against a running service', () => {
     const verified = await verifier.verify(session.accessToken);
     expect(verified.userId).toBe(user.id);
     expect(verified.sessionId).toBe(session.sessionId);
-    expect(verified.amr).toEqual([]);
+    expect(verified.amr).toEqual(['pwd']); // RFC 8176: signed in with a password
     expect(verified.claims).toMatchObject({ sub: user.id, sid: session.sessionId, iss: ctx.config.jwt.issuer, aud: ctx.config.jwt.audience });
     expect(await verifier.verifyAuthorization(`bearer   ${session.accessToken}`)).toMatchObject({ userId: user.id });
   });

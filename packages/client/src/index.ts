@@ -57,6 +57,10 @@ export interface LatchkeyClient {
   me(): Promise<MeResponse>;
   /** docs/api.md#change-password (204): every session ends, so every tab is signed out. */
   changePassword(body: { current_password: string; new_password: string }): Promise<void>;
+  /** docs/api.md#change-email (204): a code is emailed to `new_email`; nothing changes until it is confirmed. */
+  changeEmail(body: { new_email: string; password: string }): Promise<void>;
+  /** docs/api.md#confirm-an-email-change (200): the account has the new address; sessions go on. */
+  confirmEmailChange(body: { code: string }): Promise<{ user: User }>;
   /** docs/api.md#delete-account (204): every tab is signed out. */
   deleteAccount(body: { password: string }): Promise<void>;
   /** docs/api.md#request-a-password-reset (204). */
@@ -180,6 +184,8 @@ export function createClient(options: ClientOptions): LatchkeyClient {
     },
     me: () => call('GET', '/me', undefined, true),
     changePassword: (body) => ending('POST', '/change-password', body, 'password_changed'),
+    changeEmail: (body) => call('POST', '/change-email', body, true),
+    confirmEmailChange: (body) => call('POST', '/change-email/confirm', body, true),
     deleteAccount: (body) => ending('POST', '/delete-account', body, 'account_deleted'),
     requestPasswordReset: (body) => call('POST', '/password-reset', body),
     confirmPasswordReset: (body) => call('POST', '/password-reset/confirm', body),

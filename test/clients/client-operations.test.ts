@@ -1,0 +1,118 @@
+import { chromium, type Browser, type Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { emailChangeCode, latestCode, PASSWORD, resetCode, signIn, uniqueName } from '../helpers/flows.js';
+import { CHROMIUM, CHROMIUM_ARGS, SKIP_BROWSER, startFrontDoor, type FrontDoor } from './browser-harness.js';
+
+/** What the page's `run(op, ...args)` gives back: the parsed body, or the LatchkeyError's fields. */
+type Outcome = { ok: unknown; error?: undefined } | { ok?: undefined; error: { name: string; code: string; message: string; status: number; retryAfter: number | null } };
+
+describe.skipIf(SKIP_BROWSER)('@latchkey/client in Chromium: every operation of the service, its parsed body or its LatchkeyError', () => {
+  let door: FrontDoor;
+  let browser: Browser;
+  let page: Page;
+
+  beforeAll(async () => {
+    door = await startFrontDoor({});
+    browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: CHROMIUM_ARGS });
+    page = await (await browser.newContext()).newPage();
+    await page.goto(`${door.origin}/app/`);
+    expect(await page.evaluate<boolean>('window.client.ready')).toBe(false);
+  }, 60_000);
+  afterAll(async () => {
+    await browser?.close();
+    await door?.close();
+  });
+
+  /** Calls `client[op](...args)` in the page. */
+  const run = (op: string, ...args: unknown[]): Promise<Outcome> => page.evaluate(([o, a]) => (globalThis as unknown as { run(op: string, ...args: unknown[]): Promise<Outcome> }).run(o, ...a), [op, args] as const);
+  /** The error fields expected for a service error code. */
+  const refused = (code: string, status: number, retryAfter: number | null = null) => ({ error: { name: 'LatchkeyError', code, message: expect.any(String), status, retryAfter } });
+  const signedIn = () => page.evaluate<boolean>('window.client.signedIn');
+  const lastSignOut = () => page.evaluate<string | undefined>("window.events.filter((e) => e.name === 'signedOut').at(-1)?.reason");
+
+  it('sign-up to account deletion, through the client only', async () => {
+    const username = uniqueName('client');
+    const email = `${username}@example.test`;
+    const newEmail = `${username}.new@example.test`;
+
+    const created = await run('signUp', { username, email, password: PASSWORD });
+    expect(created.ok).toMatchObject({ user: { username, email, is_email_verified: false } });
+    expect(await run('signUp', { username, email, password: PASSWORD })).toEqual(refused('auth.sign_up.username_taken', 409));
+    expect(await run('signIn', { username, password: PASSWORD })).toEqual(refused('auth.email_not_verified', 403));
+    expect(await run('verifyEmail', { email, code: await latestCode(door.ctx, email) })).toEqual({ ok: null });
+    // Resend is 204 for any address, then limited to one per address per 60 s: 429 with Retry-After.
+    expect(await run('resendVerification', { email })).toEqual({ ok: null });
+    const again = await run('resendVerification', { email });
+    expect(again).toEqual(refused('auth.resend_verification.too_many_attempts', 429, expect.any(Number)));
+    expect(again.error!.retryAfter).toBeGreaterThanOrEqual(1);
+    expect(again.error!.retryAfter).toBeLessThanOrEqual(60);
+
+    expect(await run('signIn', { username, password: 'not the password' })).toEqual(refused('auth.invalid_credentials', 401));
+    const session = await run('signIn', { username, password: PASSWORD });
+    expect(session.ok).toMatchObject({ user: { username, is_email_verified: true }, session_id: expect.any(String) });
+    const sessionId = (session.ok as { session_id: string }).session_id;
+    expect(await signedIn()).toBe(true);
+    expect(await page.evaluate<string>('window.client.sessionId')).toBe(sessionId);
+    expect(await run('me')).toEqual({ ok: { user: expect.objectContaining({ username }), session_id: sessionId } });
+    expect(((await run('jwks')).ok as { keys: { kid: string }[] }).keys.length).toBeGreaterThanOrEqual(1);
+    expect(await page.evaluate<string | null>('window.client.accessToken()')).toMatch(/^[\w-]+\.[\w-]+\.[\w-]+$/);
+
+    // Sessions: another device's session is listed, then revoked from here.
+    const other = await signIn(door.ctx, { username, password: PASSWORD });
+    const listed = (await run('listSessions')).ok as { sessions: { id: string; current: boolean }[] };
+    expect(listed.sessions.map((s) => [s.id, s.current])).toEqual([
+      [sessionId, true],
+      [other.sessionId, false],
+    ]);
+    expect(await run('revokeSession', other.sessionId)).toEqual({ ok: null });
+    expect(((await run('listSessions')).ok as { sessions: unknown[] }).sessions).toHaveLength(1);
+    expect(await run('revokeSession', '00000000-0000-4000-8000-000000000000')).toEqual(refused('auth.session_not_found', 404));
+
+    // Email change: a code to the new address, then confirmed; the session goes on.
+    expect(await run('changeEmail', { new_email: newEmail, password: 'not the password' })).toEqual(refused('auth.invalid_current_password', 401));
+    expect(await run('changeEmail', { new_email: newEmail, password: PASSWORD })).toEqual({ ok: null });
+    expect(await run('confirmEmailChange', { code: await emailChangeCode(door.ctx, newEmail) })).toEqual({ ok: { user: expect.objectContaining({ email: newEmail, is_email_verified: true }) } });
+    expect(await signedIn()).toBe(true);
+
+    // Change password: every session ends, so the client signs out.
+    const newPassword = `${PASSWORD} 2`;
+    expect(await run('changePassword', { current_password: 'wrong', new_password: newPassword })).toEqual(refused('auth.invalid_current_password', 401));
+    expect(await run('changePassword', { current_password: PASSWORD, new_password: newPassword })).toEqual({ ok: null });
+    expect(await signedIn()).toBe(false);
+    expect(await lastSignOut()).toBe('password_changed');
+    expect(await run('me')).toEqual(refused('auth.missing_access_token', 401));
+
+    // Password reset by code.
+    expect(await run('requestPasswordReset', { email: newEmail })).toEqual({ ok: null });
+    const reset = await resetCode(door.ctx, newEmail);
+    const resetPassword = `${PASSWORD} 3`;
+    expect(await run('confirmPasswordReset', { email: newEmail, code: '000000' === reset.code ? '111111' : '000000', new_password: resetPassword })).toEqual(refused('auth.password_reset.code_mismatch', 410));
+    expect(await run('confirmPasswordReset', { email: newEmail, code: reset.code, new_password: resetPassword })).toEqual({ ok: null });
+
+    // Revoke all sessions, then delete the account.
+    expect((await run('signIn', { email: newEmail, password: resetPassword })).ok).toBeDefined();
+    expect(await run('revokeAllSessions')).toEqual({ ok: null });
+    expect(await signedIn()).toBe(false);
+    expect(await lastSignOut()).toBe('sessions_revoked');
+    expect((await run('signIn', { username, password: resetPassword })).ok).toBeDefined();
+    expect(await run('deleteAccount', { password: resetPassword })).toEqual({ ok: null });
+    expect(await signedIn()).toBe(false);
+    expect(await lastSignOut()).toBe('account_deleted');
+    expect(await run('signIn', { username, password: resetPassword })).toEqual(refused('auth.invalid_credentials', 401));
+  }, 90_000);
+
+  it('no answer at all (nothing listening) is client.network_error with status 0', async () => {
+    const outcome = await page.evaluate(async () => {
+      const g = globalThis as unknown as { createClient(o: object): { me(): Promise<unknown>; signUp(b: object): Promise<unknown> } };
+      const offline = g.createClient({ baseUrl: 'http://127.0.0.1:9', restore: false });
+      try {
+        await offline.signUp({ username: 'nobody', email: 'nobody@example.test', password: 'whatever it is' });
+        return 'resolved';
+      } catch (e) {
+        const err = e as { name: string; code: string; status: number };
+        return `${err.name} ${err.code} ${err.status}`;
+      }
+    });
+    expect(outcome).toBe('LatchkeyError client.network_error 0');
+  });
+});
