@@ -356,6 +356,23 @@ describe.skipIf(SKIP_BROWSER)('the demo page in headless Chromium (refresh cooki
     expect((await postJson(ctx, '/auth/v0/sign-in', { username: user.username, password: newPassword })).statusCode).toBe(401);
   }, 90_000);
 
+  it('runs on @latchkey/client: a second tab restores the session through the cookie, and a logout in one tab signs out both', async () => {
+    const user = await createVerifiedUser(ctx, { password: PASSWORD });
+    const sessionId = await signInOnPage(user);
+    expect(await page.evaluate<string>('typeof LatchkeyClient.createClient')).toBe('function');
+    const second = await browser.newPage();
+    try {
+      await second.goto(`${origin}/auth/v0/demo`);
+      await expect.poll(() => second.locator('#state').textContent()).toBe(`Signed in as ${user.username} (${user.email}): session ${sessionId} (access token held in memory).`);
+      expect(await step('logout', () => page.click('#logout'))).toBe(204);
+      // The other tab hears of it at once (BroadcastChannel), with no request of its own.
+      await expect.poll(() => second.locator('#state').textContent()).toBe('Signed out.');
+      expect(await second.locator('#state').getAttribute('data-signed-in')).toBe('false');
+    } finally {
+      await second.close();
+    }
+  }, 60_000);
+
   it('the sessions table fits its card at 1280 px and at 400 px wide, long user agents and ids wrapped', async () => {
     const user = await createVerifiedUser(ctx, { password: PASSWORD });
     const sessionId = await signInOnPage(user);

@@ -1,8 +1,11 @@
+import { LATCHKEY_CLIENT_SCRIPT } from './latchkey-client.generated.js';
+
 /**
  * The Latchkey demo page: one self-contained HTML document, inline CSS and script and no
  * external resource, that walks through the whole interface from a browser the way a real
- * single-page app would: `fetch` with `credentials: 'include'`, the access token in a script
- * variable only, the refresh token only in its HttpOnly cookie.
+ * single-page app would, on @latchkey/client (inlined from latchkey-client.generated.ts): the
+ * access token in the client's memory only, the refresh token only in its HttpOnly cookie,
+ * refreshes coordinated with the origin's other tabs. Every request the client makes is logged.
  *
  * What the page shows is what the API answered: every action reports success only for a 2xx
  * answer and otherwise shows the Error body's `message` and `code` (a failed logout leaves the
@@ -64,8 +67,8 @@ export function demoPageHtml(options: { nonce: string; apiPrefix: string }): str
 </head>
 <body>
 <h1>Latchkey demo</h1>
-<p class="lead">Every button calls the real API under <code>${apiPrefix}</code>. The access token lives only in a
-script variable; the refresh token lives only in its <code>HttpOnly</code> cookie, which the browser sends to
+<p class="lead">Every button calls the real API under <code>${apiPrefix}</code> through <code>@latchkey/client</code>. The access token
+lives only in the client's memory (other tabs of this page get it from the tab that refreshed); the refresh token lives only in its <code>HttpOnly</code> cookie, which the browser sends to
 <code>${apiPrefix}/refresh</code> and nowhere else (that is also how a reload gets the session back). This page is
 served only when <code>DEMO_PAGE=true</code>.</p>
 <p class="state" id="state" data-signed-in="unknown">Checking for a session…</p>
@@ -146,31 +149,36 @@ served only when <code>DEMO_PAGE=true</code>.</p>
 <h2>Requests</h2>
 <ol id="log" reversed></ol>
 <script nonce="${nonce}">
+${LATCHKEY_CLIENT_SCRIPT}
 (() => {
   'use strict';
   const API = ${JSON.stringify(apiPrefix)};
-  /** The access token: in memory only, never in storage (a script variable dies with the page). */
-  let accessToken = null;
-  let sessionId = null;
-  /** The signed-in user as the API last described it (sign-in or /me). */
-  let user = null;
-  /** Bumped on every sign-in and sign-out, so a slower answer cannot overwrite a newer state. */
-  let epoch = 0;
   const $ = (id) => document.getElementById(id);
 
-  const ok = (res) => res.status >= 200 && res.status < 300;
+  /** The signed-in user as the API last described it (sign-in, /me, confirm email change). */
+  let user = null;
+  /** Page actions in progress: their requests are logged when the action's outcome is shown. */
+  let busy = 0;
+  /** Requests answered but not logged yet, and the last answer to a refresh. */
+  const pending = [];
+  let lastRefresh = null;
+  /** What the next refresh request is logged as: set by the action that makes it. */
+  let refreshOp = 'restore session';
 
   function renderState() {
     const state = $('state');
-    if (accessToken === null) return;
+    if (!client.signedIn) return;
     state.dataset.signedIn = 'true';
     const who = user === null ? 'Signed in' : 'Signed in as ' + user.username + (user.email ? ' (' + user.email + ')' : '');
-    state.textContent = who + ': session ' + sessionId + ' (access token held in memory).';
+    state.textContent = who + ': session ' + client.sessionId + ' (access token held in memory).';
   }
 
   function showSignedOut(text) {
+    user = null;
     $('state').dataset.signedIn = 'false';
     $('state').textContent = text;
+    $('sessions-table').hidden = true;
+    $('sessions-list').replaceChildren();
   }
 
   /** The outcome of the last action: success only for a 2xx answer, otherwise what the API said. */
@@ -182,28 +190,18 @@ served only when <code>DEMO_PAGE=true</code>.</p>
     notice.hidden = false;
   }
 
-  /** "message (code, HTTP status)" from an Error body, or the best that can be said without one. */
-  function describeFailure(res) {
-    if (res.status === 0) return 'the request did not reach the server (' + (res.body && res.body.error ? res.body.error : 'network error') + ')';
-    const body = res.body;
-    if (body !== null && typeof body === 'object' && typeof body.message === 'string') {
-      return body.message + ' (' + (typeof body.code === 'string' ? body.code + ', ' : '') + 'HTTP ' + res.status + ')';
-    }
-    return 'HTTP ' + res.status + (typeof body === 'string' && body !== '' ? ': ' + body.slice(0, 200) : '');
-  }
-
-  /** Shows the outcome of one action; returns whether it succeeded. */
-  function report(action, res, success) {
-    if (ok(res)) notify('ok', typeof success === 'function' ? success(res) : success);
-    else notify('fail', action + ' failed: ' + describeFailure(res));
-    return ok(res);
+  /** "message (code, HTTP status)" from a LatchkeyError, or what can be said without an answer. */
+  function describeFailure(err) {
+    if (err.status === 0) return 'the request did not reach the server (network error)';
+    if (typeof err.code === 'string') return err.message + ' (' + err.code + ', HTTP ' + err.status + ')';
+    return String(err);
   }
 
   /**
    * Appends one request to the log: operation, status and the JSON answer (tokens shortened).
    * An expected failure (no session to restore on load) is logged in neutral colour.
    */
-  function record(op, status, body, expected) {
+  function record({ op, status, body, expected }) {
     const li = document.createElement('li');
     li.dataset.op = op;
     li.dataset.status = String(status);
@@ -212,71 +210,83 @@ served only when <code>DEMO_PAGE=true</code>.</p>
     li.textContent = op + ' → ' + status + (expected && !(status >= 200 && status < 300) ? ' (' + expected + ')' : '') + shown;
     $('log').prepend(li);
   }
+  function flush() {
+    for (const entry of pending.splice(0)) record(entry);
+  }
+
+  /** The log's name for a request. */
+  function opOf(method, path) {
+    if (path === '/refresh') return refreshOp;
+    if (path.startsWith('/sessions/')) return 'revoke session';
+    const names = { '/verify-email/resend': 'resend', '/password-reset/confirm': 'password-reset confirm', '/change-email/confirm': 'change-email confirm', '/sessions': 'sessions' };
+    return names[path] ?? path.slice(1);
+  }
 
   /**
-   * Calls the API. credentials: 'include' makes the browser send and store cookies: the
-   * refresh cookie goes only where its Path allows (the refresh endpoint).
+   * The fetch the client uses: the browser's own, each answer also kept for the log. The client
+   * sends credentials: 'include', so the browser stores the refresh cookie and sends it where its
+   * Path allows (the refresh endpoint only).
    */
-  async function call(op, method, path, options = {}) {
-    const headers = {};
-    if (options.json !== undefined) headers['content-type'] = 'application/json';
-    if (options.bearer && accessToken !== null) headers.authorization = 'Bearer ' + accessToken;
+  async function loggedFetch(input, init) {
+    const request = new Request(input, init);
+    const op = opOf(request.method, new URL(request.url).pathname.slice(API.length));
     let res;
     try {
-      res = await fetch(API + path, {
-        method,
-        headers,
-        credentials: 'include',
-        body: options.json === undefined ? undefined : JSON.stringify(options.json),
-      });
+      res = await fetch(request);
     } catch (err) {
-      record(op, 0, { error: String(err) });
-      return { status: 0, body: { error: String(err) } };
+      pending.push({ op, status: 0, body: { error: String(err) } });
+      if (busy === 0) flush();
+      throw err;
     }
-    const text = await res.text();
+    const text = await res.clone().text();
     let body;
     try { body = text === '' ? undefined : JSON.parse(text); } catch { body = text; }
-    record(op, res.status, body, res.status === 401 ? options.expected401 : undefined);
-    return { status: res.status, body };
-  }
-
-  /** Keeps the access token of a sign-in or refresh answer (and the user, which only sign-in returns). */
-  function keepTokens(body) {
-    epoch++;
-    accessToken = body.tokens.access_token;
-    if (body.session_id !== sessionId) user = null;
-    sessionId = body.session_id;
-    if (body.user) user = body.user;
-    renderState();
-  }
-
-  function signedOut(why) {
-    epoch++;
-    accessToken = null;
-    sessionId = null;
-    user = null;
-    $('sessions-table').hidden = true;
-    $('sessions-list').replaceChildren();
-    showSignedOut(why);
+    const entry = { op, status: res.status, body, expected: op === 'restore session' && res.status === 401 ? 'no session to restore' : undefined };
+    if (op === refreshOp) lastRefresh = entry;
+    pending.push(entry);
+    if (busy === 0) flush();
+    return res;
   }
 
   /**
-   * A call with the access token. On a 401 while signed in, refresh once (the cookie does it) and
-   * retry; if the refresh token is refused too, the session has ended and the page says so. Any
-   * other failure (a 503, a network error) changes nothing: the session may well be alive.
+   * The page's client: the access token in memory only, refreshes coordinated with other tabs of
+   * this origin, and the session restored through the refresh cookie at once.
    */
-  async function withBearer(op, method, path, json) {
-    let result = await call(op, method, path, { bearer: true, json });
-    if (result.status === 401 && accessToken !== null && !(result.body && result.body.code === 'auth.invalid_current_password')) {
-      const refreshed = await call('refresh (after 401)', 'POST', '/refresh');
-      if (refreshed.status === 200) {
-        keepTokens(refreshed.body);
-        result = await call(op, method, path, { bearer: true, json });
-      } else if (refreshed.status === 401) {
-        signedOut('Signed out: the session has ended elsewhere (the refresh token was refused too).');
-      }
+  const client = LatchkeyClient.createClient({ baseUrl: API.replace(/\\/auth\\/v0$/, ''), fetch: loggedFetch });
+
+  /** Why the session ended, as the page says it. */
+  const SIGNED_OUT = {
+    logout: 'Signed out.',
+    account_deleted: 'Signed out: the account was deleted.',
+    password_changed: 'Signed out: the password was changed.',
+    sessions_revoked: 'Signed out: every session was revoked.',
+    session_revoked: 'Signed out: this session was revoked.',
+  };
+  client.on('signedIn', renderState);
+  client.on('tokenRefreshed', renderState);
+  client.on('signedOut', ({ reason }) =>
+    showSignedOut(SIGNED_OUT[reason] ?? (refreshOp === 'refresh' ? 'Signed out: the refresh token was refused.' : 'Signed out: the session has ended elsewhere (the refresh token was refused too).')),
+  );
+
+  /**
+   * Runs one action: shows its outcome (success, or the Error body's message and code), then
+   * logs its requests. Resolves to the action's result, or undefined when it failed.
+   */
+  async function act(action, run, success) {
+    busy++;
+    refreshOp = 'refresh (after 401)';
+    try {
+      const result = await run();
+      notify('ok', typeof success === 'function' ? success(result) : success);
+      return result ?? null;
+    } catch (err) {
+      notify('fail', action + ' failed: ' + describeFailure(err));
+      return undefined;
+    } finally {
+      busy--;
+      refreshOp = 'refresh (automatic)';
+      flush();
     }
-    return result;
   }
 
   function onSubmit(formId, handler) {
@@ -286,80 +296,82 @@ served only when <code>DEMO_PAGE=true</code>.</p>
 
   onSubmit('signup-form', async () => {
     const email = $('signup-email').value;
-    const res = await call('sign-up', 'POST', '/sign-up', { json: { username: $('signup-username').value, email, password: $('signup-password').value } });
-    if (report('Sign-up', res, 'Signed up as ' + (res.body && res.body.user ? res.body.user.username : '') + '. Enter the code sent to ' + email + '.')) {
+    const body = await act('Sign-up', () => client.signUp({ username: $('signup-username').value, email, password: $('signup-password').value }),
+      (r) => 'Signed up as ' + r.user.username + '. Enter the code sent to ' + email + '.');
+    if (body !== undefined) {
       $('verify-email').value = email;
-      $('signin-username').value = res.body.user.username;
+      $('signin-username').value = body.user.username;
     }
   });
 
-  onSubmit('verify-form', async () => {
-    const res = await call('verify-email', 'POST', '/verify-email', { json: { email: $('verify-email').value, code: $('verify-code').value } });
-    report('Verification', res, 'Email verified. Sign in.');
-  });
+  onSubmit('verify-form', () => act('Verification', () => client.verifyEmail({ email: $('verify-email').value, code: $('verify-code').value }), 'Email verified. Sign in.'));
 
-  onClick('resend', async () => {
-    const res = await call('resend', 'POST', '/verify-email/resend', { json: { email: $('verify-email').value } });
-    report('Sending a new code', res, 'If the address is waiting for verification, a new code is on its way.');
-  });
+  onClick('resend', () => act('Sending a new code', () => client.resendVerification({ email: $('verify-email').value }), 'If the address is waiting for verification, a new code is on its way.'));
 
-  onSubmit('reset-request-form', async () => {
+  onSubmit('reset-request-form', () => {
     const email = $('reset-email').value;
-    const res = await call('password-reset', 'POST', '/password-reset', { json: { email } });
-    report('Asking for a reset code', res, 'If ' + email + ' has an account, a reset code is on its way.');
+    return act('Asking for a reset code', () => client.requestPasswordReset({ email }), 'If ' + email + ' has an account, a reset code is on its way.');
   });
 
   onSubmit('reset-confirm-form', async () => {
-    const res = await call('password-reset confirm', 'POST', '/password-reset/confirm', {
-      json: { email: $('reset-email').value, code: $('reset-code').value, new_password: $('reset-password').value },
-    });
-    if (report('Setting the new password', res, 'Password replaced; every session of the account was signed out. Sign in with the new password.')) {
-      $('reset-password').value = '';
-      if (accessToken !== null) signedOut('Signed out: the password was reset.');
-    }
+    const done = await act('Setting the new password', async () => {
+      await client.confirmPasswordReset({ email: $('reset-email').value, code: $('reset-code').value, new_password: $('reset-password').value });
+      // Every session of that account ended: if it was this one, the refresh cookie says so.
+      if (client.signedIn) {
+        refreshOp = 'refresh';
+        if (!(await client.refresh())) showSignedOut('Signed out: the password was reset.');
+      }
+    }, 'Password replaced; every session of the account was signed out. Sign in with the new password.');
+    if (done !== undefined) $('reset-password').value = '';
   });
 
   onSubmit('change-email-form', async () => {
     const newEmail = $('change-email-new').value;
-    const res = await withBearer('change-email', 'POST', '/change-email', { new_email: newEmail, password: $('change-email-password').value });
-    if (report('Changing the email address', res, 'A code was sent to ' + newEmail + '. Nothing changes until you confirm it.')) $('change-email-password').value = '';
+    const done = await act('Changing the email address', () => client.changeEmail({ new_email: newEmail, password: $('change-email-password').value }),
+      'A code was sent to ' + newEmail + '. Nothing changes until you confirm it.');
+    if (done !== undefined) $('change-email-password').value = '';
   });
 
   onSubmit('change-email-confirm-form', async () => {
-    const res = await withBearer('change-email confirm', 'POST', '/change-email/confirm', { code: $('change-email-code').value });
-    if (report('Confirming the new address', res, (r) => 'Your email address is now ' + r.body.user.email + '.')) {
-      user = res.body.user;
+    const body = await act('Confirming the new address', () => client.confirmEmailChange({ code: $('change-email-code').value }), (r) => 'Your email address is now ' + r.user.email + '.');
+    if (body !== undefined) {
+      user = body.user;
       renderState();
     }
   });
 
   onSubmit('delete-account-form', async () => {
-    const res = await withBearer('delete-account', 'POST', '/delete-account', { password: $('delete-password').value });
+    const password = $('delete-password').value;
     $('delete-password').value = '';
-    if (report('Deleting the account', res, 'Account deleted, with its sessions; the refresh cookie was cleared.')) signedOut('Signed out: the account was deleted.');
+    await act('Deleting the account', () => client.deleteAccount({ password }), 'Account deleted, with its sessions; the refresh cookie was cleared.');
   });
 
   onSubmit('signin-form', async () => {
-    const res = await call('sign-in', 'POST', '/sign-in', { json: { username: $('signin-username').value, password: $('signin-password').value } });
-    if (report('Sign-in', res, 'Signed in.')) {
-      keepTokens(res.body);
+    const body = await act('Sign-in', () => client.signIn({ username: $('signin-username').value, password: $('signin-password').value }), 'Signed in.');
+    if (body !== undefined) {
+      user = body.user;
+      renderState();
       $('signin-password').value = '';
     }
   });
 
   onClick('me', async () => {
-    const res = await withBearer('me', 'GET', '/me');
-    if (report('GET /me', res, (r) => 'GET /me: you are ' + r.body.user.username + '.') && res.body.session_id === sessionId) {
-      user = res.body.user;
+    const body = await act('GET /me', () => client.me(), (r) => 'GET /me: you are ' + r.user.username + '.');
+    if (body !== undefined && body.session_id === client.sessionId) {
+      user = body.user;
       renderState();
     }
   });
 
-  onClick('refresh', async () => {
-    const res = await call('refresh', 'POST', '/refresh');
-    if (report('Refresh', res, 'New access token; the refresh cookie was rotated.')) keepTokens(res.body);
-    else if (res.status === 401 && accessToken !== null) signedOut('Signed out: the refresh token was refused.');
-  });
+  onClick('refresh', () =>
+    act('Refresh', async () => {
+      refreshOp = 'refresh';
+      if (await client.refresh()) return;
+      // The session is over (or there was none): the refresh answer says why.
+      const body = lastRefresh === null ? {} : lastRefresh.body;
+      throw { status: lastRefresh === null ? 0 : lastRefresh.status, code: body.code, message: body.message };
+    }, 'New access token; the refresh cookie was rotated.'),
+  );
 
   function cell(label, className) {
     const td = document.createElement('td');
@@ -368,13 +380,10 @@ served only when <code>DEMO_PAGE=true</code>.</p>
     return td;
   }
 
-  /** Lists the sessions; returns the answer (the caller reports it). */
-  async function listSessions() {
-    const res = await withBearer('sessions', 'GET', '/sessions');
-    if (!ok(res)) return res;
+  function showSessions(sessions) {
     const rows = $('sessions-list');
     rows.replaceChildren();
-    for (const s of res.body.sessions) {
+    for (const s of sessions) {
       const tr = document.createElement('tr');
       tr.dataset.sessionId = s.id;
       const id = cell('session', 'id');
@@ -403,50 +412,46 @@ served only when <code>DEMO_PAGE=true</code>.</p>
       rows.append(tr);
     }
     $('sessions-table').hidden = false;
-    return res;
   }
 
   async function revoke(id) {
-    const res = await withBearer('revoke session', 'DELETE', '/sessions/' + encodeURIComponent(id));
-    if (!report('Revoking the session', res, 'Session ' + id + ' revoked.')) return;
-    if (id === sessionId) {
-      signedOut('Signed out: this session was revoked.');
-      return;
-    }
-    const listed = await listSessions();
-    if (!ok(listed)) report('Listing the sessions', listed, '');
+    const own = id === client.sessionId;
+    const listed = await act('Revoking the session', async () => {
+      await client.revokeSession(id);
+      return own ? null : client.listSessions();
+    }, 'Session ' + id + ' revoked.');
+    if (listed) showSessions(listed.sessions);
   }
 
   onClick('sessions', async () => {
-    const res = await listSessions();
-    report('Listing the sessions', res, (r) => r.body.sessions.length + ' active session' + (r.body.sessions.length === 1 ? '' : 's') + '.');
+    const body = await act('Listing the sessions', () => client.listSessions(), (r) => r.sessions.length + ' active session' + (r.sessions.length === 1 ? '' : 's') + '.');
+    if (body !== undefined) showSessions(body.sessions);
   });
 
-  onClick('logout', async () => {
-    const res = await withBearer('logout', 'POST', '/logout');
-    if (report('Log out', res, 'Logged out: the session was revoked and the refresh cookie cleared.')) signedOut('Signed out.');
-  });
+  onClick('logout', () => act('Log out', () => client.logout(), 'Logged out: the session was revoked and the refresh cookie cleared.'));
 
   /**
-   * On load: the access token did not survive the reload, but the refresh cookie did (if there
-   * is a session). A 401 only means there is none: the page says "Signed out." and nothing more.
+   * On load the client restores the session through the refresh cookie (the access token did not
+   * survive the reload). A 401 only means there is none: the page says "Signed out." and nothing more.
    */
   async function restore() {
-    const started = epoch;
-    const res = await call('restore session', 'POST', '/refresh', { expected401: 'no session to restore' });
-    if (epoch !== started) return;
-    if (res.status === 401) { showSignedOut('Signed out.'); return; }
-    if (!ok(res)) {
-      showSignedOut('Signed out (the session could not be checked).');
-      report('Restoring the session', res, '');
+    busy++;
+    const restored = await client.ready;
+    busy--;
+    flush();
+    refreshOp = 'refresh (automatic)';
+    if (!restored) {
+      if (client.signedIn) return; // signed in meanwhile
+      if (lastRefresh !== null && lastRefresh.status === 401) showSignedOut('Signed out.');
+      else {
+        showSignedOut('Signed out (the session could not be checked).');
+        notify('fail', 'Restoring the session failed: ' + describeFailure(lastRefresh === null ? { status: 0 } : { status: lastRefresh.status, code: lastRefresh.body && lastRefresh.body.code, message: lastRefresh.body && lastRefresh.body.message }));
+      }
       return;
     }
-    keepTokens(res.body);
-    const restored = epoch;
-    const me = await call('me', 'GET', '/me', { bearer: true });
-    if (epoch !== restored) return;
-    if (report('Restoring the session', me, (r) => 'Session restored through the refresh cookie: you are ' + r.body.user.username + '.') && me.body.session_id === sessionId) {
-      user = me.body.user;
+    const body = await act('Restoring the session', () => client.me(), (r) => 'Session restored through the refresh cookie: you are ' + r.user.username + '.');
+    if (body !== undefined && body.session_id === client.sessionId) {
+      user = body.user;
       renderState();
     }
   }
