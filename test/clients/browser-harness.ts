@@ -50,6 +50,8 @@ export interface FrontDoor {
   readonly ctx: TestContext;
   readonly origin: string;
   readonly auth: AuthRequestSeen[];
+  /** Every request to /api/data: its method, and whether it carried an Authorization header. */
+  readonly api: { method: string; authorization: boolean }[];
   mode: AuthMode;
   close(): Promise<void>;
 }
@@ -138,6 +140,7 @@ export async function startFrontDoor(env: Record<string, string>): Promise<Front
     ctx,
     origin: '',
     auth,
+    api: [],
     mode: { kind: 'up' },
     close: async () => {},
   };
@@ -159,6 +162,7 @@ export async function startFrontDoor(env: Record<string, string>): Promise<Front
         res.end(JSON.stringify({ code: 'service_unavailable', message: 'The service is temporarily unavailable; try again shortly.' }));
       } else forward(req, res, seen);
     } else if (url === '/api/data') {
+      door.api.push({ method: req.method ?? '', authorization: req.headers.authorization !== undefined });
       requireToken(req, res, () => {
         const caller = (req as IncomingMessage & { auth?: { userId: string; sessionId: string } }).auth!;
         res.writeHead(200, { 'content-type': 'application/json; charset=utf-8', 'cache-control': 'no-store' });

@@ -1,6 +1,6 @@
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { emailChangeCode, latestCode, PASSWORD, resetCode, signIn, uniqueName } from '../helpers/flows.js';
+import { createVerifiedUser, emailChangeCode, latestCode, PASSWORD, resetCode, signIn, uniqueName } from '../helpers/flows.js';
 import { CHROMIUM, CHROMIUM_ARGS, SKIP_BROWSER, startFrontDoor, type FrontDoor } from './browser-harness.js';
 
 /** What the page's `run(op, ...args)` gives back: the parsed body, or the LatchkeyError's fields. */
@@ -28,6 +28,7 @@ describe.skipIf(SKIP_BROWSER)('@latchkey/client in Chromium: every operation of 
   /** The error fields expected for a service error code. */
   const refused = (code: string, status: number, retryAfter: number | null = null) => ({ error: { name: 'LatchkeyError', code, message: expect.any(String), status, retryAfter } });
   const signedIn = () => page.evaluate<boolean>('window.client.signedIn');
+  const createUser = () => createVerifiedUser(door.ctx, { password: PASSWORD });
   const lastSignOut = () => page.evaluate<string | undefined>("window.events.filter((e) => e.name === 'signedOut').at(-1)?.reason");
 
   it('sign-up to account deletion, through the client only', async () => {
@@ -100,6 +101,20 @@ describe.skipIf(SKIP_BROWSER)('@latchkey/client in Chromium: every operation of 
     expect(await lastSignOut()).toBe('account_deleted');
     expect(await run('signIn', { username, password: resetPassword })).toEqual(refused('auth.invalid_credentials', 401));
   }, 90_000);
+
+  it("client.fetch sends the access token to the page's origin only, not to another origin", async () => {
+    await run('signIn', { username: (await createUser()).username, password: PASSWORD });
+    const sameOrigin = await page.evaluate<number>("window.client.fetch('/api/data').then((r) => r.status)");
+    expect(sameOrigin).toBe(200);
+    expect(door.api.at(-1)).toEqual({ method: 'GET', authorization: true });
+    // The same server under another origin (127.0.0.1 instead of localhost): no token goes there.
+    // With one, the browser would first send a CORS preflight (OPTIONS) for the header.
+    const otherOrigin = door.origin.replace('localhost', '127.0.0.1');
+    const before = door.api.length;
+    await page.evaluate(`window.client.fetch('${otherOrigin}/api/data').catch(() => undefined)`);
+    await expect.poll(() => door.api.length).toBe(before + 1);
+    expect(door.api.at(-1)).toEqual({ method: 'GET', authorization: false });
+  });
 
   it('no answer at all (nothing listening) is client.network_error with status 0', async () => {
     const outcome = await page.evaluate(async () => {

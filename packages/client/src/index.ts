@@ -21,6 +21,12 @@ export interface ClientOptions {
   restore?: boolean;
   /** The fetch to use (default: the page's). */
   fetch?: typeof fetch;
+  /**
+   * Origins besides the page's own that `client.fetch` may send the access token to, such as
+   * `https://api.example.com`. To any other origin it sends the request without it: a bearer
+   * token is usable by whoever receives it (RFC 6750 §5.3).
+   */
+  apiOrigins?: string[];
 }
 
 export interface LatchkeyClient {
@@ -33,7 +39,8 @@ export interface LatchkeyClient {
   /** A valid access token (refreshed first if about to expire), or null when signed out. For APIs `fetch` does not reach (WebSocket, EventSource). */
   accessToken(): Promise<string | null>;
   /**
-   * `fetch` with `Authorization: Bearer <access token>` for the app's own APIs. On a 401 with
+   * `fetch` with `Authorization: Bearer <access token>` for the app's own APIs: the page's origin
+   * and `apiOrigins` (to other origins the request goes without the token). On a 401 with
    * the code `auth.invalid_access_token` (what @latchkey/verify answers) it refreshes once and
    * sends the request again; the body must then be re-readable (not a stream). Never throws for
    * an HTTP status; throws the refresh's LatchkeyError when no token can be had.
@@ -139,6 +146,7 @@ export function createClient(options: ClientOptions): LatchkeyClient {
     keeper.signOut(reason, true);
   }
 
+  const tokenOrigins = [globalThis.location?.origin, ...(options.apiOrigins ?? [])];
   const ready = options.restore === false ? Promise.resolve(false) : keeper.refresh().then((s) => s !== null, () => false);
 
   return {
@@ -153,7 +161,7 @@ export function createClient(options: ClientOptions): LatchkeyClient {
     fetch: (input, init) =>
       withToken((token) => {
         const request = new Request(input, init);
-        if (token !== null) request.headers.set('authorization', `Bearer ${token}`);
+        if (token !== null && tokenOrigins.includes(new URL(request.url).origin)) request.headers.set('authorization', `Bearer ${token}`);
         return fetchImpl(request);
       }),
     on(event, listener) {
