@@ -116,6 +116,30 @@ describe.skipIf(SKIP_BROWSER)('@latchkey/client in Chromium: every operation of 
     expect(door.api.at(-1)).toEqual({ method: 'GET', authorization: false });
   });
 
+  it('a refresh answered 401 (the session was revoked elsewhere) signs out every tab, with the code as the reason', async () => {
+    const user = await createUser();
+    const context = await browser.newContext();
+    try {
+      const [a, b] = [await context.newPage(), await context.newPage()];
+      await a.goto(`${door.origin}/app/`);
+      await a.evaluate(`window.client.signIn({ username: '${user.username}', password: '${PASSWORD}' })`);
+      await b.goto(`${door.origin}/app/`);
+      expect(await b.evaluate<boolean>('window.client.ready')).toBe(true);
+      const sessionId = await a.evaluate<string>('window.client.sessionId');
+      // Another device ends this session.
+      const other = await signIn(door.ctx, { username: user.username, password: PASSWORD });
+      await door.ctx.app.inject({ method: 'DELETE', url: `/auth/v0/sessions/${sessionId}`, headers: { authorization: `Bearer ${other.accessToken}` } });
+
+      expect(await a.evaluate<boolean>('window.client.refresh()')).toBe(false);
+      for (const tab of [a, b]) {
+        await expect.poll(() => tab.evaluate<boolean>('window.client.signedIn')).toBe(false);
+        expect(await tab.evaluate<string | undefined>("window.events.filter((e) => e.name === 'signedOut').at(-1)?.reason")).toBe('auth.invalid_refresh_token');
+      }
+    } finally {
+      await context.close();
+    }
+  });
+
   it('no answer at all (nothing listening) is client.network_error with status 0', async () => {
     const outcome = await page.evaluate(async () => {
       const g = globalThis as unknown as { createClient(o: object): { me(): Promise<unknown>; signUp(b: object): Promise<unknown> } };
