@@ -1,6 +1,7 @@
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createVerifiedUser, emailChangeCode, latestCode, PASSWORD, resetCode, signIn, uniqueName } from '../helpers/flows.js';
+import { stepAt, totpForStep } from '../helpers/totp.js';
 import { CHROMIUM, CHROMIUM_ARGS, SKIP_BROWSER, startFrontDoor, type FrontDoor } from './browser-harness.js';
 
 /** What the page's `run(op, ...args)` gives back: the parsed body, or the LatchkeyError's fields. */
@@ -101,6 +102,35 @@ describe.skipIf(SKIP_BROWSER)('@latchkey/client in Chromium: every operation of 
     expect(await lastSignOut()).toBe('account_deleted');
     expect(await run('signIn', { username, password: resetPassword })).toEqual(refused('auth.invalid_credentials', 401));
   }, 90_000);
+
+  it('two-step sign-in: TOTP set up and enabled through the client, then signIn throws auth.mfa_required and signInMfa completes it', async () => {
+    const user = await createUser();
+    expect((await run('signIn', { username: user.username, password: PASSWORD })).ok).toBeDefined();
+    const setup = (await run('setupTotp', { password: PASSWORD })).ok as { secret: string; otpauth_uri: string };
+    expect(setup.otpauth_uri).toMatch(/^otpauth:\/\/totp\//);
+    const code = (offset = 0) => totpForStep(setup.secret, stepAt(new Date()) + offset);
+    const enabled = (await run('enableTotp', { code: code() })).ok as { recovery_codes: string[] };
+    expect(enabled.recovery_codes).toHaveLength(10);
+    expect(await run('logout')).toEqual({ ok: null });
+
+    expect(await run('signIn', { username: user.username, password: PASSWORD })).toEqual(refused('auth.mfa_required', 403));
+    expect(await signedIn()).toBe(false);
+    const wrong = code().replace(/.$/, (d) => String((Number(d) + 5) % 10));
+    expect(await run('signInMfa', { code: wrong })).toEqual(refused('auth.mfa.invalid_code', 401));
+    const second = await run('signInMfa', { recovery_code: enabled.recovery_codes[0] });
+    expect(second.ok).toMatchObject({ user: { username: user.username }, session_id: expect.any(String) });
+    expect(await signedIn()).toBe(true);
+    const token = (await page.evaluate<string>('window.client.accessToken()')).split('.')[1]!;
+    expect((JSON.parse(Buffer.from(token, 'base64url').toString('utf8')) as { amr: string[] }).amr).toEqual(['pwd', 'otp']);
+
+    const regenerated = (await run('regenerateRecoveryCodes', { password: PASSWORD, code: code(1) })).ok as { recovery_codes: string[] };
+    expect(regenerated.recovery_codes).toHaveLength(10);
+    expect(await run('disableTotp', { password: PASSWORD, code: enabled.recovery_codes[1] })).toEqual(refused('auth.mfa.invalid_code', 401));
+    expect(await run('disableTotp', { password: PASSWORD, code: regenerated.recovery_codes[0] })).toEqual({ ok: null });
+    expect(await run('logout')).toEqual({ ok: null });
+    expect((await run('signIn', { username: user.username, password: PASSWORD })).ok).toBeDefined();
+    expect(await run('logout')).toEqual({ ok: null });
+  });
 
   it("client.fetch sends the access token to the page's origin only, not to another origin", async () => {
     await run('signIn', { username: (await createUser()).username, password: PASSWORD });

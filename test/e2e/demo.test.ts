@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ConfigError, loadConfig } from '../../src/config.js';
 import { ERROR_CATALOG } from '../../src/errors.js';
 import { createTestContext, type TestContext } from '../helpers/context.js';
+import { codeNow, enrolled } from '../helpers/mfa.js';
 import { createVerifiedUser, emailChangeCode, latestCode, postJson, refresh, resetCode, signIn, uniqueName, withBearer } from '../helpers/flows.js';
 
 /** Debian's chromium package (`apt-get install -y chromium`); .ci/run installs it. */
@@ -371,6 +372,23 @@ describe.skipIf(SKIP_BROWSER)('the demo page in headless Chromium (refresh cooki
     } finally {
       await second.close();
     }
+  }, 60_000);
+
+  it('an account with a second factor: the password step asks for the code, and the second step signs in', async () => {
+    const { user, secret } = await enrolled(ctx);
+    await page.goto(`${origin}/auth/v0/demo`);
+    await expect.poll(() => page.locator('#state').getAttribute('data-signed-in')).not.toBe('unknown');
+    await page.fill('#signin-username', user.username);
+    await page.fill('#signin-password', PASSWORD);
+    expect(await step('sign-in', () => page.click('#signin-submit'))).toBe(403);
+    expect(await notice()).toEqual({ outcome: 'success', text: 'Password accepted; enter the code from the authenticator app to complete the sign-in.' });
+    expect(await page.locator('#state').getAttribute('data-signed-in')).toBe('false');
+    await page.fill('#signin-mfa-code', codeNow(ctx, secret));
+    expect(await step('sign-in mfa', () => page.click('#signin-mfa-submit'))).toBe(200);
+    expect(await notice()).toEqual({ outcome: 'success', text: 'Signed in with the second factor.' });
+    expect(await page.locator('#state').textContent()).toContain(`Signed in as ${user.username}`);
+    expect(await page.inputValue('#signin-mfa-code')).toBe('');
+    expect(await step('logout', () => page.click('#logout'))).toBe(204);
   }, 60_000);
 
   it('the sessions table fits its card at 1280 px and at 400 px wide, long user agents and ids wrapped', async () => {

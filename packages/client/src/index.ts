@@ -58,6 +58,11 @@ export interface LatchkeyClient {
   resendVerification(body: { email: string }): Promise<void>;
   /** docs/api.md#sign-in (200): keeps the access token, stores the cookie, and signs in every tab. */
   signIn(body: SignInRequest): Promise<SignInResponse>;
+  /**
+   * docs/api.md#sign-in-second-step (200): completes a sign-in that threw `auth.mfa_required`
+   * (the browser holds the challenge cookie), with a TOTP `code` or a `recovery_code`; then as signIn.
+   */
+  signInMfa(body: { code: string } | { recovery_code: string }): Promise<SignInResponse>;
   /** docs/api.md#logout (204): ends the session and signs out every tab. A 401 (the session had already ended) signs out too, and is thrown. */
   logout(): Promise<void>;
   /** docs/api.md#me (200). */
@@ -68,6 +73,14 @@ export interface LatchkeyClient {
   changeEmail(body: { new_email: string; password: string }): Promise<void>;
   /** docs/api.md#confirm-an-email-change (200): the account has the new address; sessions go on. */
   confirmEmailChange(body: { code: string }): Promise<{ user: User }>;
+  /** docs/api.md#set-up-totp (200): the secret and its `otpauth://` URI, shown once. */
+  setupTotp(body: { password: string }): Promise<{ secret: string; otpauth_uri: string }>;
+  /** docs/api.md#enable-totp (200): TOTP is on; the 10 recovery codes, shown once. */
+  enableTotp(body: { code: string }): Promise<{ recovery_codes: string[] }>;
+  /** docs/api.md#disable-totp (204); `code` is a TOTP code or a recovery code. */
+  disableTotp(body: { password: string; code: string }): Promise<void>;
+  /** docs/api.md#regenerate-recovery-codes (200): 10 new recovery codes; the old ones stop working. */
+  regenerateRecoveryCodes(body: { password: string; code: string }): Promise<{ recovery_codes: string[] }>;
   /** docs/api.md#delete-account (204): every tab is signed out. */
   deleteAccount(body: { password: string }): Promise<void>;
   /** docs/api.md#request-a-password-reset (204). */
@@ -146,6 +159,18 @@ export function createClient(options: ClientOptions): LatchkeyClient {
     keeper.signOut(reason, true);
   }
 
+  /**
+   * Calls an operation that opens a session (sign-in, its second step) and keeps its token.
+   * Under the refresh lock: no other tab's refresh is in flight while the cookie changes.
+   */
+  function opening(path: string, body: unknown): Promise<SignInResponse> {
+    return keeper.lock(async () => {
+      const res = await call<SignInResponse>('POST', path, body);
+      keeper.set(stateOf(res.tokens.access_token, res.session_id), true);
+      return res;
+    });
+  }
+
   const tokenOrigins = [globalThis.location?.origin, ...(options.apiOrigins ?? [])];
   const ready = options.restore === false ? Promise.resolve(false) : keeper.refresh().then((s) => s !== null, () => false);
 
@@ -174,13 +199,8 @@ export function createClient(options: ClientOptions): LatchkeyClient {
     signUp: (body) => call('POST', '/sign-up', body),
     verifyEmail: (body) => call('POST', '/verify-email', body),
     resendVerification: (body) => call('POST', '/verify-email/resend', body),
-    signIn: (body) =>
-      // Under the refresh lock: no other tab's refresh is in flight while the cookie changes.
-      keeper.lock(async () => {
-        const res = await call<SignInResponse>('POST', '/sign-in', body);
-        keeper.set(stateOf(res.tokens.access_token, res.session_id), true);
-        return res;
-      }),
+    signIn: (body) => opening('/sign-in', body),
+    signInMfa: (body) => opening('/sign-in/mfa', body),
     async logout() {
       try {
         await call('POST', '/logout', undefined, true);
@@ -194,6 +214,10 @@ export function createClient(options: ClientOptions): LatchkeyClient {
     changePassword: (body) => ending('POST', '/change-password', body, 'password_changed'),
     changeEmail: (body) => call('POST', '/change-email', body, true),
     confirmEmailChange: (body) => call('POST', '/change-email/confirm', body, true),
+    setupTotp: (body) => call('POST', '/mfa/totp/setup', body, true),
+    enableTotp: (body) => call('POST', '/mfa/totp/enable', body, true),
+    disableTotp: (body) => call('POST', '/mfa/totp/disable', body, true),
+    regenerateRecoveryCodes: (body) => call('POST', '/mfa/recovery-codes', body, true),
     deleteAccount: (body) => ending('POST', '/delete-account', body, 'account_deleted'),
     requestPasswordReset: (body) => call('POST', '/password-reset', body),
     confirmPasswordReset: (body) => call('POST', '/password-reset/confirm', body),

@@ -99,6 +99,10 @@ served only when <code>DEMO_PAGE=true</code>.</p>
       <label for="signin-password">Password</label><input id="signin-password" type="password" autocomplete="current-password" required>
       <button id="signin-submit" type="submit">Sign in</button>
     </form>
+    <form id="signin-mfa-form">
+      <label for="signin-mfa-code">Code from the authenticator app, or a recovery code (when asked)</label><input id="signin-mfa-code" autocomplete="one-time-code" required>
+      <button id="signin-mfa-submit" type="submit">Complete the sign-in</button>
+    </form>
   </section>
   <section>
     <h2>Forgot the password?</h2>
@@ -218,7 +222,7 @@ ${LATCHKEY_CLIENT_SCRIPT}
   function opOf(method, path) {
     if (path === '/refresh') return refreshOp;
     if (path.startsWith('/sessions/')) return 'revoke session';
-    const names = { '/verify-email/resend': 'resend', '/password-reset/confirm': 'password-reset confirm', '/change-email/confirm': 'change-email confirm', '/sessions': 'sessions' };
+    const names = { '/sign-in/mfa': 'sign-in mfa', '/verify-email/resend': 'resend', '/password-reset/confirm': 'password-reset confirm', '/change-email/confirm': 'change-email confirm', '/sessions': 'sessions' };
     return names[path] ?? path.slice(1);
   }
 
@@ -346,13 +350,31 @@ ${LATCHKEY_CLIENT_SCRIPT}
     await act('Deleting the account', () => client.deleteAccount({ password }), 'Account deleted, with its sessions; the refresh cookie was cleared.');
   });
 
+  /** A sign-in answer (either step) keeps the user and clears the secrets typed. */
+  function signedInWith(body) {
+    user = body.user;
+    renderState();
+    $('signin-password').value = '';
+    $('signin-mfa-code').value = '';
+  }
+
   onSubmit('signin-form', async () => {
-    const body = await act('Sign-in', () => client.signIn({ username: $('signin-username').value, password: $('signin-password').value }), 'Signed in.');
-    if (body !== undefined) {
-      user = body.user;
-      renderState();
-      $('signin-password').value = '';
-    }
+    const body = await act('Sign-in', async () => {
+      try {
+        return await client.signIn({ username: $('signin-username').value, password: $('signin-password').value });
+      } catch (err) {
+        // The account has a second factor: the browser now holds the challenge cookie for the second step.
+        if (err.code === 'auth.mfa_required') return null;
+        throw err;
+      }
+    }, (r) => (r === null ? 'Password accepted; enter the code from the authenticator app to complete the sign-in.' : 'Signed in.'));
+    if (body) signedInWith(body);
+  });
+
+  onSubmit('signin-mfa-form', async () => {
+    const value = $('signin-mfa-code').value.trim();
+    const body = await act('Second step', () => client.signInMfa(/^[0-9]{6}$/.test(value) ? { code: value } : { recovery_code: value }), 'Signed in with the second factor.');
+    if (body) signedInWith(body);
   });
 
   onClick('me', async () => {
