@@ -7,7 +7,7 @@
 //
 // Usage:
 //   AUTH_URL=https://auth.example.com SESSION_FILE=~/.config/myapp/session \
-//     LATCHKEY_USERNAME=alice LATCHKEY_PASSWORD=… node examples/native-app.mjs sign-in
+//     LATCHKEY_USERNAME=alice LATCHKEY_PASSWORD=… [LATCHKEY_TOTP=123456] node examples/native-app.mjs sign-in
 //   AUTH_URL=… SESSION_FILE=… node examples/native-app.mjs me        (refreshes, then GET /me)
 //   AUTH_URL=… SESSION_FILE=… node examples/native-app.mjs logout
 //
@@ -68,14 +68,30 @@ async function refresh() {
   return (await res.json()).tokens.access_token;
 }
 
+/** The value of cookie `name` from an answer's Set-Cookie headers, or undefined. */
+function cookieOf(res, name) {
+  for (const line of res.headers.getSetCookie()) if (line.startsWith(`${name}=`)) return line.slice(name.length + 1).split(';')[0];
+  return undefined;
+}
+
 if (command === 'sign-in') {
-  const res = await check(
-    await fetch(`${api}/sign-in`, {
+  let res = await fetch(`${api}/sign-in`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ username: process.env.LATCHKEY_USERNAME, password: process.env.LATCHKEY_PASSWORD }),
+  });
+  // An account with a second factor: 403 auth.mfa_required and a challenge cookie, which goes
+  // back with the code to the second step (docs/api.md#sign-in-second-step).
+  const challenge = res.status === 403 ? cookieOf(res, 'mfa_challenge') : undefined;
+  if (challenge !== undefined && process.env.LATCHKEY_TOTP) {
+    await res.body?.cancel();
+    res = await fetch(`${api}/sign-in/mfa`, {
       method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ username: process.env.LATCHKEY_USERNAME, password: process.env.LATCHKEY_PASSWORD }),
-    }),
-  );
+      headers: { 'content-type': 'application/json', cookie: `mfa_challenge=${challenge}` },
+      body: JSON.stringify({ code: process.env.LATCHKEY_TOTP }),
+    });
+  }
+  await check(res);
   saveRefreshToken(refreshTokenOf(res));
   const body = await res.json();
   process.stdout.write(`${JSON.stringify({ signedIn: body.user.username, session: body.session_id })}\n`);

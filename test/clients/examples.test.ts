@@ -8,6 +8,7 @@ import { chromium, type Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestContext, type TestContext } from '../helpers/context.js';
 import { createVerifiedUser, PASSWORD, signIn, withBearer } from '../helpers/flows.js';
+import { codeNow, enrolled } from '../helpers/mfa.js';
 import { CHROMIUM, CHROMIUM_ARGS, SKIP_BROWSER } from './browser-harness.js';
 
 const execFileAsync = promisify(execFile);
@@ -132,6 +133,19 @@ describe('the examples of docs/integration.md against a running service', () => 
     expect(after.code).toBe(1);
     expect(after.stderr).toBe('not signed in: run sign-in first\n');
     expect((await nativeApp('me', { AUTH_URL: authUrl })).code).toBe(2);
+  });
+
+  it('native-app.mjs signs in an account with a second factor through the challenge cookie and LATCHKEY_TOTP', async () => {
+    const { user, secret } = await enrolled(ctx);
+    const sessionFile = path.join(work, 'session-mfa');
+    const env = { AUTH_URL: authUrl, SESSION_FILE: sessionFile, LATCHKEY_USERNAME: user.username, LATCHKEY_PASSWORD: user.password };
+    const withoutCode = await nativeApp('sign-in', env);
+    expect(withoutCode.code).toBe(1);
+    expect(JSON.parse(withoutCode.stderr)).toMatchObject({ status: 403, code: 'auth.mfa_required' });
+    const signedIn = await nativeApp('sign-in', { ...env, LATCHKEY_TOTP: codeNow(ctx, secret) });
+    expect(signedIn.code, signedIn.stderr).toBe(0);
+    expect(JSON.parse(signedIn.stdout)).toMatchObject({ signedIn: user.username });
+    expect((await nativeApp('me', env)).code).toBe(0);
   });
 
   describe.skipIf(SKIP_BROWSER)('browser-app/ in Chromium', () => {
