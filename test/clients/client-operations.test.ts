@@ -170,6 +170,32 @@ describe.skipIf(SKIP_BROWSER)('@latchkey/client in Chromium: every operation of 
     }
   });
 
+  it('access tokens the service refuses (expired by its clock): three concurrent calls make one refresh, then each is sent again and succeeds; nothing is kept in storage', async () => {
+    const user = await createUser();
+    expect((await run('signIn', { username: user.username, password: PASSWORD })).ok).toBeDefined();
+    const ttl = door.ctx.config.jwt.accessTokenTtlSeconds;
+    door.ctx.clock.advance(ttl + 10);
+    try {
+      const from = door.auth.length;
+      const answers = await page.evaluate<Outcome[]>("Promise.all([window.run('me'), window.run('me'), window.run('listSessions')])");
+      expect(answers.every((a) => a.ok !== undefined)).toBe(true);
+      const seen = door.auth.slice(from).map((r) => `${r.path} ${r.status}`);
+      expect(seen.filter((r) => r.startsWith('/auth/v0/refresh'))).toEqual(['/auth/v0/refresh 200']);
+      expect(seen.filter((r) => r.endsWith(' 401')).sort()).toEqual(['/auth/v0/me 401', '/auth/v0/me 401', '/auth/v0/sessions 401']);
+      expect(seen.filter((r) => r.endsWith(' 200')).length).toBe(4);
+      // Concurrent refresh() calls of one tab share one request too.
+      const before = door.auth.length;
+      expect(await page.evaluate<boolean[]>('Promise.all([window.client.refresh(), window.client.refresh(), window.client.refresh()])')).toEqual([true, true, true]);
+      expect(door.auth.slice(before).map((r) => r.path)).toEqual(['/auth/v0/refresh']);
+    } finally {
+      door.ctx.clock.advance(-(ttl + 10));
+    }
+    // The access token lives in memory only; the refresh token is out of the page's reach.
+    expect(await page.evaluate<string>('JSON.stringify({ ...localStorage }) + JSON.stringify({ ...sessionStorage })')).toBe('{}{}');
+    expect(await page.evaluate<string>('document.cookie')).toBe('');
+    expect(await run('logout')).toEqual({ ok: null });
+  });
+
   it('no answer at all (nothing listening) is client.network_error with status 0', async () => {
     const outcome = await page.evaluate(async () => {
       const g = globalThis as unknown as { createClient(o: object): { me(): Promise<unknown>; signUp(b: object): Promise<unknown> } };

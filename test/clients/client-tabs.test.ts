@@ -88,7 +88,13 @@ describe.skipIf(SKIP_BROWSER)('@latchkey/client in Chromium: refresh across tabs
       expect(s.ok).toBeGreaterThan((RUN_MS / API_EVERY_MS) * 0.6);
       expect(s.refreshes).toBeGreaterThan(RUN_MS / REFRESH_EVERY_MS / 2);
     }
-    for (const p of pages) expect(await signedIn(p)).toBe(true);
+    for (const p of pages) {
+      expect(await signedIn(p)).toBe(true);
+      // Each tab heard of every new token, its own or another tab's; none was ever signed out.
+      const seen = await events(p);
+      expect(seen.filter((e) => e.name === 'tokenRefreshed').length).toBeGreaterThan(RUN_MS / ACCESS_TOKEN_TTL_SECONDS / 1000);
+      expect(seen.filter((e) => e.name === 'signedOut')).toEqual([]);
+    }
 
     // What the service saw: many refreshes, all 200, each presenting a refresh token never presented
     // before, and never two at once (the Web Lock serialises them across tabs).

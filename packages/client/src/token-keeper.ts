@@ -40,6 +40,11 @@ const JITTER_SHARE = 0.1;
 const JITTER_MAX_MS = 30_000;
 /** A token this close to expiry is treated as expired: it could expire on its way (the service allows 5 s of skew, docs/api.md#access-token). */
 const EXPIRY_MARGIN_MS = 2_000;
+/**
+ * A refresh that has not answered by then is abandoned (and retried with back-off), so that a hung
+ * request cannot hold the cross-tab lock, and with it every tab, for ever.
+ */
+const REFRESH_TIMEOUT_MS = 30_000;
 /** First delay after a failed refresh; doubles per failure up to BACKOFF_MAX_MS, with jitter (full jitter halves it at random). */
 const BACKOFF_BASE_MS = 1_000;
 const BACKOFF_MAX_MS = 60_000;
@@ -125,6 +130,8 @@ export class TokenKeeper {
     }
     const startedAt = this.generation;
     this.inflight = this.lock(async () => {
+      // Let a result that the previous holder of the lock broadcast arrive before deciding.
+      await new Promise((resolve) => setTimeout(resolve, 0));
       if (this.generation !== startedAt) return this.state;
       return this.exchange();
     }).finally(() => {
@@ -137,7 +144,7 @@ export class TokenKeeper {
   private async exchange(): Promise<TokenState | null> {
     let res: Response;
     try {
-      res = await this.fetchImpl(this.refreshUrl, { method: 'POST', credentials: 'include' });
+      res = await this.fetchImpl(this.refreshUrl, { method: 'POST', credentials: 'include', signal: AbortSignal.timeout(REFRESH_TIMEOUT_MS) });
     } catch (err) {
       throw this.failed(networkError(err));
     }
