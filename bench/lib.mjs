@@ -3,7 +3,7 @@
 // data, the scenarios and one autocannon measurement. Every loop here is bounded (a count or a
 // deadline), and every request goes to 127.0.0.1.
 import { spawn, spawnSync } from 'node:child_process';
-import { generateKeyPairSync } from 'node:crypto';
+import { createHmac, generateKeyPairSync } from 'node:crypto';
 import { createWriteStream, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { createServer, request as httpRequest } from 'node:http';
 import path from 'node:path';
@@ -19,6 +19,12 @@ export const ADMIN_URL = process.env.BENCH_ADMIN_URL ?? 'postgres://postgres@127
 export const PASSWORD = 'correct horse battery staple';
 /** Users (and sessions) per pool: one per connection at the highest concurrency measured. */
 export const POOL_USERS = 32;
+/**
+ * Users with TOTP for the `mfa` scenario. Each gives 9 recovery codes per measurement (the 10th
+ * makes the next set), so 9 times this many two-step sign-ins can complete in one measurement:
+ * more than the argon2id-bound sign-in rate of a 2-core machine reaches in 10 s.
+ */
+export const MFA_USERS = 160;
 /** Sessions of the user whose `GET /sessions` is measured. */
 export const LISTED_SESSIONS = 10;
 /** Longest wait for a child process to answer HTTP after it was spawned. */
@@ -44,6 +50,8 @@ export const BENCH_RATE_LIMITS = {
   RATE_LIMIT_SIGN_UP_PER_IP: '1000000',
   // One IP sends every password-reset request of the `reset` scenario.
   RATE_LIMIT_PASSWORD_RESET_PER_IP: '1000000',
+  // One IP sends every second step of the `mfa` scenario.
+  RATE_LIMIT_MFA_PER_IP: '1000000',
 };
 
 export const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -406,6 +414,27 @@ export function refreshTokenOf(setCookie) {
   return undefined;
 }
 
+/** The RFC 6238 code (SHA-1, 6 digits, 30 s) of a base32 `secret` now: the bench's own, as an authenticator app computes it. */
+export function totpNow(secret) {
+  const alphabet = 'ABCDEFGHIJKLMNOPQRSTUVWXYZ234567';
+  let bits = 0;
+  let value = 0;
+  const key = [];
+  for (const ch of secret) {
+    value = (value << 5) | alphabet.indexOf(ch);
+    bits += 5;
+    if (bits >= 8) {
+      key.push((value >>> (bits - 8)) & 0xff);
+      bits -= 8;
+    }
+  }
+  const counter = Buffer.alloc(8);
+  counter.writeBigUInt64BE(BigInt(Math.floor(Date.now() / 30_000)));
+  const mac = createHmac('sha1', Buffer.from(key)).update(counter).digest();
+  const o = mac[mac.length - 1] & 0x0f;
+  return String((((mac[o] & 0x7f) << 24) | (mac[o + 1] << 16) | (mac[o + 2] << 8) | mac[o + 3]) % 1_000_000).padStart(6, '0');
+}
+
 /** The few API calls the preparation needs (through fetch, to 127.0.0.1 only). */
 export function apiClient(baseUrl) {
   const call = async (method, urlPath, { body, headers = {} } = {}) => {
@@ -430,6 +459,21 @@ export function apiClient(baseUrl) {
     async signIn(username) {
       const res = expect(await call('POST', '/sign-in', { body: { username, password: PASSWORD } }), 200, `sign-in ${username}`);
       return { refreshToken: res.cookie, accessToken: res.json.tokens.access_token };
+    },
+    /**
+     * Turns TOTP on for `username` (signed in with `session`): setup, then enable with the
+     * current code. @returns the recovery codes.
+     */
+    async enrolTotp(session) {
+      const bearer = { authorization: `Bearer ${session.accessToken}` };
+      const setup = expect(await call('POST', '/mfa/totp/setup', { body: { password: PASSWORD }, headers: bearer }), 200, 'totp setup');
+      const enable = expect(await call('POST', '/mfa/totp/enable', { body: { code: totpNow(setup.json.secret) }, headers: bearer }), 200, 'totp enable');
+      return enable.json.recovery_codes;
+    },
+    /** New recovery codes for the user of `accessToken`, with one unused code of the old set. */
+    async regenerateRecoveryCodes(accessToken, code) {
+      const res = await call('POST', '/mfa/recovery-codes', { body: { password: PASSWORD, code }, headers: { authorization: `Bearer ${accessToken}` } });
+      return expect(res, 200, 'recovery codes').json.recovery_codes;
     },
     /** Rotates a session's refresh token: the new refresh token and a fresh access token. */
     async refresh(refreshToken) {
@@ -494,7 +538,13 @@ export async function prepareUsers(api) {
   const signIn = names('si', 53, POOL_USERS);
   const refresh = names('rf', 54, POOL_USERS);
   const lister = { username: 'lister', phone: phoneOf(52, 0) };
-  await mapLimit([...me, ...signIn, ...refresh, lister], PREPARE_CONCURRENCY, (u) => api.signUp(u.username, u.phone));
+  const mfa = names('mf', 55, MFA_USERS);
+  await mapLimit([...me, ...signIn, ...refresh, lister, ...mfa], PREPARE_CONCURRENCY, (u) => api.signUp(u.username, u.phone));
+  // TOTP users: each keeps a session (to make new recovery codes) and its set of codes.
+  const mfaUsers = await mapLimit(mfa, PREPARE_CONCURRENCY, async (u) => {
+    const session = await api.signIn(u.username);
+    return { username: u.username, session, codes: await api.enrolTotp(session) };
+  });
   const meSessions = await mapLimit(me, PREPARE_CONCURRENCY, (u) => api.signIn(u.username));
   const listerSessions = await mapLimit(Array.from({ length: LISTED_SESSIONS }), PREPARE_CONCURRENCY, () => api.signIn(lister.username));
   return {
@@ -505,7 +555,22 @@ export async function prepareUsers(api) {
     refreshPool: [],
     signUpSeq: 0,
     resetSeq: 0,
+    mfaUsers,
+    mfaPool: [],
   };
+}
+
+/**
+ * Makes a new set of recovery codes for every TOTP user (with the last unused code of its set;
+ * its session refreshed first) and fills the `mfa` scenario's pool with 9 codes of each: every
+ * code is presented once, and the rest of an old set dies with it.
+ */
+export async function refillMfaPool(api, data) {
+  await mapLimit(data.mfaUsers, PREPARE_CONCURRENCY, async (u) => {
+    u.session = await api.refresh(u.session.refreshToken);
+    u.codes = await api.regenerateRecoveryCodes(u.session.accessToken, u.codes.at(-1));
+  });
+  data.mfaPool = data.mfaUsers.flatMap((u) => u.codes.slice(0, -1).map((code) => ({ username: u.username, code })));
 }
 
 /** Rotates every session in `sessions` (in place) so that their access tokens are fresh. */
@@ -630,6 +695,44 @@ export const SCENARIOS = [
           path: '/auth/v0/password-reset',
           headers: JSON_HEADERS,
           setupRequest: (req) => ({ ...req, body: JSON.stringify({ email: `reset_${++data.resetSeq}_${process.pid}@bench.example` }) }),
+        },
+      ];
+    },
+  },
+  {
+    // A sign-in with a second factor, as a client makes it: the password step (403
+    // auth.mfa_required and the challenge cookie), then the second step with a recovery code (a
+    // TOTP code works once per user and 30 s). Only the second step's 200s count as answers:
+    // req/s is two-step sign-ins per second, the latencies are the second step's.
+    name: 'mfa',
+    label: 'POST /auth/v0/sign-in + /auth/v0/sign-in/mfa',
+    reference: 'verify',
+    target: {},
+    prepare: (api, data) => refillMfaPool(api, data),
+    requests(data) {
+      return [
+        {
+          method: 'POST',
+          path: '/auth/v0/sign-in',
+          headers: JSON_HEADERS,
+          setupRequest(req, context) {
+            context.entry = data.mfaPool.shift();
+            return { ...req, body: JSON.stringify({ username: context.entry?.username ?? 'nobody', password: PASSWORD }) };
+          },
+          onResponse(_status, _body, context, headers) {
+            const line = [headers['set-cookie'] ?? headers['Set-Cookie']].flat().find((c) => typeof c === 'string' && c.startsWith('mfa_challenge='));
+            context.challenge = line === undefined ? '' : line.slice('mfa_challenge='.length).split(';')[0];
+          },
+        },
+        {
+          method: 'POST',
+          path: '/auth/v0/sign-in/mfa',
+          headers: JSON_HEADERS,
+          setupRequest: (req, context) => ({
+            ...req,
+            headers: { ...req.headers, cookie: `mfa_challenge=${context.challenge ?? ''}` },
+            body: JSON.stringify({ recovery_code: context.entry?.code ?? 'none' }),
+          }),
         },
       ];
     },

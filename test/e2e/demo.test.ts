@@ -7,7 +7,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ConfigError, loadConfig } from '../../src/config.js';
 import { ERROR_CATALOG } from '../../src/errors.js';
 import { createTestContext, type TestContext } from '../helpers/context.js';
-import { codeNow, enrolled } from '../helpers/mfa.js';
+import { codeNow, enrolled, nextStep } from '../helpers/mfa.js';
+import { totpQrSvg } from '../../src/modules/demo/demo.routes.js';
 import { createVerifiedUser, emailChangeCode, latestCode, postJson, refresh, resetCode, signIn, uniqueName, withBearer } from '../helpers/flows.js';
 
 /** Debian's chromium package (`apt-get install -y chromium`); .ci/run installs it. */
@@ -72,6 +73,17 @@ describe('GET /auth/v0/demo (DEMO_PAGE)', () => {
       // The demo is no part of the API: hidden from the OpenAPI document (where one is served).
       const openapi = await ctx.app.inject({ method: 'GET', url: '/auth/v0/openapi.json' });
       if (openapi.statusCode === 200) expect(Object.keys((openapi.json() as { paths: object }).paths)).not.toContain('/auth/v0/demo');
+      // The QR route of the TOTP setup renders only otpauth URIs; anything else is a 400.
+      const qr = (body: unknown) => ctx.app.inject({ method: 'POST', url: '/auth/v0/demo/totp-qr', headers: { 'content-type': 'application/json' }, payload: JSON.stringify(body) });
+      const svg = await qr({ otpauth_uri: 'otpauth://totp/Latchkey:alice?secret=JBSWY3DPEHPK3PXP&issuer=Latchkey' });
+      expect(svg.statusCode).toBe(200);
+      expect(svg.headers['content-type']).toBe('image/svg+xml; charset=utf-8');
+      expect(svg.body).toMatch(/^<svg xmlns="http:\/\/www.w3.org\/2000\/svg"/);
+      for (const bad of [{ otpauth_uri: 'https://example.com/' }, { otpauth_uri: `otpauth://totp/${'a'.repeat(600)}` }, { otpauth_uri: 'otpauth://totp/x', extra: 1 }, {}]) {
+        const res = await qr(bad);
+        expect(res.statusCode, JSON.stringify(bad)).toBe(400);
+        expect(res.json()).toMatchObject({ code: 'auth.mfa.validation_failed' });
+      }
       const second = await ctx.app.inject({ method: 'GET', url: '/auth/v0/demo' });
       expect(second.headers['content-security-policy']).not.toBe(csp);
     } finally {
@@ -390,6 +402,44 @@ describe.skipIf(SKIP_BROWSER)('the demo page in headless Chromium (refresh cooki
     expect(await page.inputValue('#signin-mfa-code')).toBe('');
     expect(await step('logout', () => page.click('#logout'))).toBe(204);
   }, 60_000);
+
+  it('enrols a second factor from the page: a QR code of the otpauth URI, the code of the suite\'s own RFC 6238, 10 recovery codes; the next sign-in asks for a code', async () => {
+    const user = await createVerifiedUser(ctx, { password: PASSWORD });
+    await signInOnPage(user);
+    await page.fill('#totp-setup-password', PASSWORD);
+    expect(await step('mfa/totp/setup', () => page.click('#totp-setup'))).toBe(200);
+    // The QR code is an inline SVG rendered from the otpauth URI of the answer.
+    await expect.poll(() => page.locator('#totp-qr svg').count()).toBe(1);
+    const secret = (await page.locator('#totp-secret').getAttribute('data-secret'))!;
+    expect(secret).toMatch(/^[A-Z2-7]{32}$/);
+    const setupLog = (await page.locator('#log li[data-op="mfa/totp/setup"]').first().textContent())!;
+    const uri = /"otpauth_uri": "([^"]+)"/.exec(setupLog)![1]!;
+    const shown = await page.locator('#totp-qr svg').evaluate((el: { outerHTML: string }) => el.outerHTML);
+    const pathsOf = (svg: string) => [...svg.matchAll(/ d="([^"]+)"/g)].map((m) => m[1]);
+    expect(pathsOf(shown)).toEqual(pathsOf(await totpQrSvg(uri)));
+    expect(pathsOf(shown).join('').length).toBeGreaterThan(100);
+
+    await page.fill('#totp-enable-code', codeNow(ctx, secret));
+    expect(await step('mfa/totp/enable', () => page.click('#totp-enable'))).toBe(200);
+    await expect.poll(() => page.locator('#recovery-codes li').count()).toBe(10);
+    expect(await page.locator('#totp-qr').isHidden()).toBe(true);
+    // The session that enabled it goes on; the next sign-in needs the second step.
+    expect(await step('me', () => page.click('#me'))).toBe(200);
+    expect(await step('logout', () => page.click('#logout'))).toBe(204);
+    nextStep(ctx);
+    await page.fill('#signin-username', user.username);
+    await page.fill('#signin-password', PASSWORD);
+    expect(await step('sign-in', () => page.click('#signin-submit'))).toBe(403);
+    await page.fill('#signin-mfa-code', codeNow(ctx, secret));
+    expect(await step('sign-in mfa', () => page.click('#signin-mfa-submit'))).toBe(200);
+    const { rows } = await ctx.db.query<{ amr: string[] }>('SELECT amr FROM sessions WHERE user_id = $1 AND revoked_at IS NULL', [user.id]);
+    expect(rows.map((r) => r.amr)).toEqual([['pwd', 'otp']]);
+    // Turned off with a recovery code from the page.
+    await page.fill('#totp-disable-password', PASSWORD);
+    await page.fill('#totp-disable-code', (await page.locator('#recovery-codes li').first().textContent())!);
+    expect(await step('mfa/totp/disable', () => page.click('#totp-disable'))).toBe(204);
+    expect(await step('logout', () => page.click('#logout'))).toBe(204);
+  }, 90_000);
 
   it('the sessions table fits its card at 1280 px and at 400 px wide, long user agents and ids wrapped', async () => {
     const user = await createVerifiedUser(ctx, { password: PASSWORD });

@@ -62,6 +62,9 @@ export function demoPageHtml(options: { nonce: string; apiPrefix: string }): str
   }
   ol#log { font-family: ui-monospace, monospace; font-size: 0.78rem; padding-left: 1.5rem; }
   ol#log li { margin-bottom: 0.5rem; white-space: pre-wrap; word-break: break-all; }
+  .qr { width: 12rem; margin-top: 0.6rem; }
+  .qr svg { display: block; width: 100%; height: auto; }
+  .secret { font-family: ui-monospace, monospace; font-size: 0.8rem; overflow-wrap: anywhere; }
   .ok { color: #17692f; } .fail { color: #a3261c; } .info { color: #4a5562; }
 </style>
 </head>
@@ -147,6 +150,25 @@ served only when <code>DEMO_PAGE=true</code>.</p>
     <form id="delete-account-form">
       <label for="delete-password">Password</label><input id="delete-password" type="password" autocomplete="current-password" required>
       <button id="delete-account" type="submit">Delete my account</button>
+    </form>
+  </section>
+  <section id="mfa-card">
+    <h2>7. Two-step sign-in (TOTP)</h2>
+    <form id="totp-setup-form">
+      <label for="totp-setup-password">Password</label><input id="totp-setup-password" type="password" autocomplete="current-password" required>
+      <button id="totp-setup" type="submit">Set up an authenticator app</button>
+    </form>
+    <div id="totp-qr" class="qr" hidden></div>
+    <p id="totp-secret" class="secret" hidden></p>
+    <form id="totp-enable-form">
+      <label for="totp-enable-code">Code from the app</label><input id="totp-enable-code" inputmode="numeric" pattern="[0-9]{6}" maxlength="6" autocomplete="one-time-code" required>
+      <button id="totp-enable" type="submit">Turn on</button>
+    </form>
+    <ol id="recovery-codes" class="secret" hidden></ol>
+    <form id="totp-disable-form">
+      <label for="totp-disable-password">Password</label><input id="totp-disable-password" type="password" autocomplete="current-password" required>
+      <label for="totp-disable-code">Code from the app, or a recovery code</label><input id="totp-disable-code" autocomplete="one-time-code" required>
+      <button id="totp-disable" class="secondary" type="submit">Turn off</button>
     </form>
   </section>
 </div>
@@ -375,6 +397,51 @@ ${LATCHKEY_CLIENT_SCRIPT}
     const value = $('signin-mfa-code').value.trim();
     const body = await act('Second step', () => client.signInMfa(/^[0-9]{6}$/.test(value) ? { code: value } : { recovery_code: value }), 'Signed in with the second factor.');
     if (body) signedInWith(body);
+  });
+
+  /**
+   * Shows the QR code of an otpauth URI: the demo route renders it as SVG (with the qrcode
+   * package), and the page inserts that SVG, so no script or image comes from elsewhere.
+   */
+  async function showQr(uri) {
+    const res = await fetch(API + '/demo/totp-qr', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ otpauth_uri: uri }) });
+    if (!res.ok) return;
+    const svg = new DOMParser().parseFromString(await res.text(), 'image/svg+xml').documentElement;
+    $('totp-qr').replaceChildren(document.importNode(svg, true));
+    $('totp-qr').hidden = false;
+  }
+
+  onSubmit('totp-setup-form', async () => {
+    const password = $('totp-setup-password').value;
+    $('totp-setup-password').value = '';
+    const body = await act('Setting up the authenticator app', () => client.setupTotp({ password }),
+      'Scan the QR code with an authenticator app (or type the secret into it), then enter the code it shows to turn two-step sign-in on.');
+    if (!body) return;
+    $('totp-secret').textContent = 'Secret: ' + body.secret;
+    $('totp-secret').dataset.secret = body.secret;
+    $('totp-secret').hidden = false;
+    await showQr(body.otpauth_uri);
+  });
+
+  onSubmit('totp-enable-form', async () => {
+    const code = $('totp-enable-code').value.trim();
+    $('totp-enable-code').value = '';
+    const body = await act('Turning two-step sign-in on', () => client.enableTotp({ code }),
+      'Two-step sign-in is on. Keep the recovery codes below somewhere safe: each works once, and they are shown only now.');
+    if (!body) return;
+    $('recovery-codes').replaceChildren(...body.recovery_codes.map((c) => Object.assign(document.createElement('li'), { textContent: c })));
+    $('recovery-codes').hidden = false;
+    $('totp-qr').hidden = true;
+    $('totp-secret').hidden = true;
+  });
+
+  onSubmit('totp-disable-form', async () => {
+    const password = $('totp-disable-password').value;
+    const code = $('totp-disable-code').value.trim();
+    $('totp-disable-password').value = '';
+    $('totp-disable-code').value = '';
+    const done = await act('Turning two-step sign-in off', () => client.disableTotp({ password, code }), 'Two-step sign-in is off: the password alone signs in.');
+    if (done !== undefined) $('recovery-codes').hidden = true;
   });
 
   onClick('me', async () => {

@@ -1,6 +1,20 @@
 import { randomBytes } from 'node:crypto';
 import type { FastifyPluginAsync } from 'fastify';
+import QRCode from 'qrcode';
+import { Type } from '@sinclair/typebox';
 import { demoPageHtml } from './demo.page.js';
+
+/** Longest otpauth URI the demo renders (a real one is under 200 characters). */
+const MAX_OTPAUTH_URI_LENGTH = 512;
+const TotpQrRequestSchema = Type.Object(
+  { otpauth_uri: Type.String({ pattern: '^otpauth://totp/', maxLength: MAX_OTPAUTH_URI_LENGTH }) },
+  { additionalProperties: false },
+);
+
+/** The QR code of an otpauth URI as SVG (the `qrcode` package; error correction M, a quiet zone of 2 modules). */
+export function totpQrSvg(uri: string): Promise<string> {
+  return QRCode.toString(uri, { type: 'svg', errorCorrectionLevel: 'M', margin: 2 });
+}
 
 /** Bytes of CSPRNG output per CSP nonce: 128 bits, as CSP Level 3 §7.4 recommends at least. */
 export const CSP_NONCE_BYTES = 16;
@@ -40,5 +54,12 @@ export function demoRoutes(deps: { apiPrefix: string }): FastifyPluginAsync {
         .type('text/html; charset=utf-8')
         .send(demoPageHtml({ nonce, apiPrefix: deps.apiPrefix }));
     });
+    // The demo's QR code of a TOTP setup: the page posts the otpauth URI the API just gave it and
+    // shows the SVG. The URI holds the secret, so it travels in a body, never in a URL (logs).
+    app.post(
+      '/demo/totp-qr',
+      { schema: { hide: true, body: TotpQrRequestSchema }, bodyLimit: 1024, config: { validationError: 'auth.mfa.validation_failed' } },
+      async (request, reply) => reply.type('image/svg+xml; charset=utf-8').send(await totpQrSvg((request.body as { otpauth_uri: string }).otpauth_uri)),
+    );
   };
 }
