@@ -1,13 +1,29 @@
-/** "What to send": the verification email for a code (docs/api.md#verification-codes). */
-export function verificationEmail(input: { username: string; code: string; expiresInSeconds: number }): { subject: string; text: string } {
+/** A code email's facts: who it greets, the code, and how long the code lives. */
+interface CodeEmailInput {
+  readonly username: string;
+  readonly code: string;
+  readonly expiresInSeconds: number;
+}
+
+/**
+ * The body every code email shares: the greeting, `codeLine` (which names the code), optional
+ * `extra` lines, then how many whole minutes the code lasts (at least 1) and `ifNotYou`.
+ */
+function codeEmail(input: CodeEmailInput, t: { subject: string; codeLine: string; extra?: string; ifNotYou: string }): { subject: string; text: string } {
   const minutes = Math.max(1, Math.ceil(input.expiresInSeconds / 60));
   return {
-    subject: 'Verify your email address',
-    text:
-      `Hello ${input.username},\n\n` +
-      `Your email verification code is ${input.code}.\n` +
-      `It expires in ${minutes} minutes. If you did not sign up, ignore this email.\n`,
+    subject: t.subject,
+    text: `Hello ${input.username},\n\n` + `${t.codeLine}\n` + (t.extra ?? '') + `It expires in ${minutes} minutes. ${t.ifNotYou}\n`,
   };
+}
+
+/** "What to send": the verification email for a code (docs/api.md#verification-codes). */
+export function verificationEmail(input: CodeEmailInput): { subject: string; text: string } {
+  return codeEmail(input, {
+    subject: 'Verify your email address',
+    codeLine: `Your email verification code is ${input.code}.`,
+    ifNotYou: 'If you did not sign up, ignore this email.',
+  });
 }
 
 /** The security notices the service sends (docs/api.md#security-notices). */
@@ -100,15 +116,12 @@ export function securityNoticeEmail(input: {
  * to the new address; whoever reads it proves control of that mailbox. Nothing changes if the
  * code is never used.
  */
-export function emailChangeEmail(input: { username: string; code: string; expiresInSeconds: number }): { subject: string; text: string } {
-  const minutes = Math.max(1, Math.ceil(input.expiresInSeconds / 60));
-  return {
+export function emailChangeEmail(input: CodeEmailInput): { subject: string; text: string } {
+  return codeEmail(input, {
     subject: 'Confirm your new email address',
-    text:
-      `Hello ${input.username},\n\n` +
-      `Your code to confirm this address as the new email address of your account is ${input.code}.\n` +
-      `It expires in ${minutes} minutes. If you did not ask for this, ignore this email: no account will use this address.\n`,
-  };
+    codeLine: `Your code to confirm this address as the new email address of your account is ${input.code}.`,
+    ifNotYou: 'If you did not ask for this, ignore this email: no account will use this address.',
+  });
 }
 
 /**
@@ -123,14 +136,11 @@ export function passwordResetLink(baseUrl: string, email: string, code: string):
 }
 
 /** "What to send": the password-reset email for a code, with the link when PASSWORD_RESET_URL is set (docs/api.md#request-a-password-reset). */
-export function passwordResetEmail(input: { username: string; code: string; expiresInSeconds: number; link: string | undefined }): { subject: string; text: string } {
-  const minutes = Math.max(1, Math.ceil(input.expiresInSeconds / 60));
-  return {
+export function passwordResetEmail(input: CodeEmailInput & { link: string | undefined }): { subject: string; text: string } {
+  return codeEmail(input, {
     subject: 'Reset your password',
-    text:
-      `Hello ${input.username},\n\n` +
-      `Your password reset code is ${input.code}.\n` +
-      (input.link === undefined ? '' : `Or open this link to choose a new password: ${input.link}\n`) +
-      `It expires in ${minutes} minutes. If you did not ask to reset your password, ignore this email: your password stays as it is.\n`,
-  };
+    codeLine: `Your password reset code is ${input.code}.`,
+    extra: input.link === undefined ? '' : `Or open this link to choose a new password: ${input.link}\n`,
+    ifNotYou: 'If you did not ask to reset your password, ignore this email: your password stays as it is.',
+  });
 }

@@ -92,12 +92,6 @@ export async function useRecoveryCode(q: Queryable, c: { userId: string; hash: s
   return rowCount === 1;
 }
 
-/** How many unused recovery codes the user has left. */
-export async function countRecoveryCodes(q: Queryable, userId: string): Promise<number> {
-  const { rows } = await q.query<{ n: number }>('SELECT count(*)::int AS n FROM mfa_recovery_codes WHERE user_id = $1 AND used_at IS NULL', [userId]);
-  return rows[0]?.n ?? 0;
-}
-
 /** Stores a sign-in challenge by the SHA-256 of its cookie value. */
 export async function insertChallenge(
   q: Queryable,

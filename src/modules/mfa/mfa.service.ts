@@ -193,8 +193,6 @@ export function createMfaService(deps: MfaDeps): MfaService {
     async setup(user, input) {
       await countManageAttempt(user);
       await checkPassword(user, input.password);
-      const existing = await findTotp(db, user.id);
-      if (existing?.enabled_at != null) throw new AppError('auth.mfa.already_enabled');
       const secret = newTotpSecret();
       if (!(await storePendingTotp(db, { userId: user.id, secret: sealTotpSecret(keys.totpSecretKey, user.id, secret), now: clock.now() }))) {
         throw new AppError('auth.mfa.already_enabled');

@@ -66,6 +66,9 @@ interface AccountWindow {
   window_start: Date | null;
 }
 
+/** A user as sign-in looks it up: the row, and whether a second factor is on (`usersByIdentifiersQuery`). */
+type SignInUser = UserRow & { mfa_enabled: boolean };
+
 /** Where a request comes from; recorded on the device and session. */
 export interface ClientContext {
   readonly ip: string | null;
@@ -195,11 +198,11 @@ export function createSessionsService(deps: SessionsDeps): SessionsService {
     subjects: readonly string[],
     ip: string | null,
     ids: { username?: string | undefined; email?: string | undefined; phone?: string | undefined },
-  ): Promise<{ user: UserRow | undefined; rateLimitKeys: readonly string[] }> => {
+  ): Promise<{ user: SignInUser | undefined; rateLimitKeys: readonly string[] }> => {
     // A username outside the stored form names nobody: the statement need not look (the caller keeps the dummy-hash timing).
     const impossible = ids.username !== undefined && !STORED_USERNAME.test(ids.username);
     const client = clientNetwork(ip);
-    const { verdict, rows, keys } = await limiter.hitAll<UserRow & AccountWindow>(
+    const { verdict, rows, keys } = await limiter.hitAll<SignInUser & AccountWindow>(
       {
         first: ip === null ? undefined : { rule: rules.signInPerIp, subject: ip },
         rule: rules.signInPerIdentifier,
@@ -254,6 +257,35 @@ export function createSessionsService(deps: SessionsDeps): SessionsService {
 
   const { refreshReuseGraceSeconds } = deps;
 
+  /**
+   * A new session for `userId`, ready to be created: its id and first refresh token, its access
+   * token already being signed (on libuv's thread pool), and `create`, the one statement
+   * ({@link createSignInSession}) that makes the device, the session with `amr` and the refresh
+   * token, only while the password hash is `checkedHash`, taking back `forgiveKeys`.
+   */
+  const prepareSession = (userId: string, client: ClientContext, amr: readonly string[]) => {
+    const now = clock.now();
+    const sessionId = randomUUID();
+    const refreshToken = newRefreshToken();
+    const signing = accessTokens.sign({ userId, sessionId, amr });
+    signing.catch(() => undefined); // awaited by the caller; never an unhandled rejection meanwhile
+    const create = (checkedHash: string, forgiveKeys: readonly string[]): Promise<boolean> =>
+      createSignInSession(db, {
+        sessionId,
+        deviceId: randomUUID(),
+        userId,
+        checkedHash,
+        ip: client.ip,
+        userAgent: client.userAgent === null ? null : client.userAgent.slice(0, MAX_USER_AGENT_LENGTH),
+        now,
+        expiresAt: new Date(now.getTime() + sessionTtlSeconds * 1000),
+        refreshToken: { id: randomUUID(), tokenHash: sha256(refreshToken) },
+        forgiveRateLimitKeys: forgiveKeys,
+        amr,
+      });
+    return { sessionId, refreshToken, signing, create };
+  };
+
   const secondsUntil = (when: Date, now: Date): number => Math.max(0, Math.floor((when.getTime() - now.getTime()) / 1000));
 
   /**
@@ -295,7 +327,7 @@ export function createSessionsService(deps: SessionsDeps): SessionsService {
         throw new AppError('auth.email_not_verified');
       }
 
-      if ((user as UserRow & { mfa_enabled?: boolean }).mfa_enabled === true) {
+      if (user.mfa_enabled) {
         // The password was right: its attempt does not count. No session until the second step.
         await limiter.forgiveKeys(rateLimitKeys);
         const challenge = newRefreshToken();
@@ -313,32 +345,13 @@ export function createSessionsService(deps: SessionsDeps): SessionsService {
         return { kind: 'mfa_required', user, challenge, challengeMaxAgeSeconds: MFA_CHALLENGE_TTL_SECONDS };
       }
 
-      const now = clock.now();
-      const sessionId = randomUUID();
-      const refreshToken = newRefreshToken();
-      const expiresAt = new Date(now.getTime() + sessionTtlSeconds * 1000);
-      const userAgent = client.userAgent === null ? null : client.userAgent.slice(0, MAX_USER_AGENT_LENGTH);
       // One statement (one round trip, one commit) that creates nothing if the hash changed
       // meanwhile. Not wrapped in BEGIN/COMMIT, unlike the refresh below: delivered late by a
       // silent network after this request answered 503, it would create a session whose refresh
       // token nobody ever received, which expires unused (docs/decisions.md). The access token is
       // signed (on libuv's thread pool) while the statement runs.
-      const createSession = (checkedHash: string): Promise<boolean> =>
-        createSignInSession(db, {
-          sessionId,
-          deviceId: randomUUID(),
-          userId: user.id,
-          checkedHash,
-          ip: client.ip,
-          userAgent,
-          now,
-          expiresAt,
-          refreshToken: { id: randomUUID(), tokenHash: sha256(refreshToken) },
-          forgiveRateLimitKeys: rateLimitKeys,
-          amr: PASSWORD_AMR,
-        });
-      const signing = accessTokens.sign({ userId: user.id, sessionId, amr: PASSWORD_AMR });
-      signing.catch(() => undefined); // awaited below; never an unhandled rejection meanwhile
+      const { sessionId, refreshToken, signing, create } = prepareSession(user.id, client, PASSWORD_AMR);
+      const createSession = (checkedHash: string): Promise<boolean> => create(checkedHash, rateLimitKeys);
       let storedHash = user.password_hash;
       if (!(await createSession(storedHash))) {
         // The hash changed since it was checked: a password change (the old password no longer
@@ -358,24 +371,8 @@ export function createSessionsService(deps: SessionsDeps): SessionsService {
     },
 
     async startSession(user, { checkedHash, amr, client }) {
-      const now = clock.now();
-      const sessionId = randomUUID();
-      const refreshToken = newRefreshToken();
-      const signing = accessTokens.sign({ userId: user.id, sessionId, amr });
-      signing.catch(() => undefined); // awaited below; never an unhandled rejection meanwhile
-      const created = await createSignInSession(db, {
-        sessionId,
-        deviceId: randomUUID(),
-        userId: user.id,
-        checkedHash,
-        ip: client.ip,
-        userAgent: client.userAgent === null ? null : client.userAgent.slice(0, MAX_USER_AGENT_LENGTH),
-        now,
-        expiresAt: new Date(now.getTime() + sessionTtlSeconds * 1000),
-        refreshToken: { id: randomUUID(), tokenHash: sha256(refreshToken) },
-        forgiveRateLimitKeys: [],
-        amr,
-      });
+      const { sessionId, refreshToken, signing, create } = prepareSession(user.id, client, amr);
+      const created = await create(checkedHash, []);
       if (!created) return undefined;
       const accessToken = await signing;
       securityEvent(log, 'sign_in.succeeded', { userId: user.id, sessionId, ip: client.ip });
