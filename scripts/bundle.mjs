@@ -35,9 +35,9 @@ const outdir = path.join(root, 'dist', 'service');
 /**
  * Packages the service imports only when first needed (docs/decisions.md, "Running the
  * process"): PGlite without DATABASE_URL, pino-pretty on a terminal, nodemailer at the first
- * email, zxcvbn at the first password check.
+ * email, zxcvbn at the first password check, qrcode at the demo page's first QR code.
  */
-const LAZY = ['@electric-sql/pglite', 'pino-pretty', 'nodemailer', '@zxcvbn-ts/core', '@zxcvbn-ts/language-common'];
+const LAZY = ['@electric-sql/pglite', 'pino-pretty', 'nodemailer', '@zxcvbn-ts/core', '@zxcvbn-ts/language-common', 'qrcode'];
 /** Packages loaded from node_modules at run time instead of bundled (see above). */
 const EXTERNAL = ['@node-rs/argon2', '@fastify/swagger-ui', '@fastify/swagger', 'pino', 'pg-native', ...LAZY];
 

@@ -1,6 +1,5 @@
 import { randomBytes } from 'node:crypto';
 import type { FastifyPluginAsync } from 'fastify';
-import QRCode from 'qrcode';
 import { Type } from '@sinclair/typebox';
 import { demoPageHtml } from './demo.page.js';
 
@@ -11,8 +10,12 @@ const TotpQrRequestSchema = Type.Object(
   { additionalProperties: false },
 );
 
-/** The QR code of an otpauth URI as SVG (the `qrcode` package; error correction M, a quiet zone of 2 modules). */
-export function totpQrSvg(uri: string): Promise<string> {
+/**
+ * The QR code of an otpauth URI as SVG (the `qrcode` package; error correction M, a quiet zone
+ * of 2 modules). The package is loaded on first use: only the demo needs it, not the service's start.
+ */
+export async function totpQrSvg(uri: string): Promise<string> {
+  const { default: QRCode } = await import('qrcode');
   return QRCode.toString(uri, { type: 'svg', errorCorrectionLevel: 'M', margin: 2 });
 }
 
