@@ -37,6 +37,8 @@ import { passwordResetRoutes } from './modules/password-reset/password-reset.rou
 import { emailChangeRoutes } from './modules/email-change/email-change.routes.js';
 import { mfaRoutes } from './modules/mfa/mfa.routes.js';
 import { createMfaService } from './modules/mfa/mfa.service.js';
+import { passkeysRoutes } from './modules/passkeys/passkeys.routes.js';
+import { createPasskeysService } from './modules/passkeys/passkeys.service.js';
 import { createEmailChangeService } from './modules/email-change/email-change.service.js';
 import { createPasswordResetService, type PasswordResetService } from './modules/password-reset/password-reset.service.js';
 import './plugins/authenticate.js';
@@ -220,6 +222,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   const passwordReset = createPasswordResetService({ ...serviceDeps, codes, codeTtlSeconds: config.oneTimeCodeTtlSeconds, breachedPasswords });
   app.decorate('passwordReset', passwordReset);
   const mfa = createMfaService({ ...serviceDeps, sessions, keys: keys.mfa, issuer: config.totpIssuer });
+  const passkeys = createPasskeysService({ ...serviceDeps, sessions, rp: config.webauthn });
   const emailChange = createEmailChangeService({ ...serviceDeps, codes, codeTtlSeconds: config.oneTimeCodeTtlSeconds });
 
   if (deps.startOutboxWorker ?? true) app.addHook('onReady', async () => outbox.start());
@@ -245,6 +248,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
       await api.register(verificationRoutes({ verification }));
       await api.register(passwordResetRoutes({ passwordReset }));
       await api.register(mfaRoutes({ mfa, sessions }));
+      await api.register(passkeysRoutes({ passkeys, sessions }));
       await api.register(keysRoutes({ keys }));
       if (config.demoPage) await api.register(demoRoutes({ apiPrefix: API_PREFIX }));
     },

@@ -65,6 +65,8 @@ export interface Config {
   readonly mfaKeyFile: string | undefined;
   /** TOTP_ISSUER: the issuer authenticator apps show next to the account (default `Latchkey`). */
   readonly totpIssuer: string;
+  /** Passkeys (docs/api.md#passkeys): the WebAuthn relying party, from configuration only. */
+  readonly webauthn: WebauthnSettings;
   readonly sessionTtlSeconds: number;
   readonly verificationCodeTtlSeconds: number;
   /**
@@ -417,6 +419,7 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>>): C
   }
   const totpIssuer = str('TOTP_ISSUER') ?? 'Latchkey';
   if (totpIssuer.length > 64 || totpIssuer.includes(':')) problems.push('TOTP_ISSUER: at most 64 characters, without ":"');
+  const webauthn = webauthnSettings(str('WEBAUTHN_RP_ID'), str('WEBAUTHN_RP_NAME'), str('WEBAUTHN_ORIGINS'), problems);
   const codeHmacKeyFile = str('CODE_HMAC_KEY_FILE');
   if (codeHmacKeyFile !== undefined) {
     const problem = codeHmacKeyFileProblem(codeHmacKeyFile);
@@ -447,6 +450,7 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>>): C
     codeHmacKeyFile,
     mfaKeyFile,
     totpIssuer,
+    webauthn,
     sessionTtlSeconds: int('SESSION_TTL_SECONDS', DEFAULT_SESSION_TTL, MIN_SESSION_TTL, MAX_SESSION_TTL),
     verificationCodeTtlSeconds: int('VERIFICATION_CODE_TTL_SECONDS', DEFAULT_CODE_TTL, MIN_CODE_TTL, ONE_DAY),
     unverifiedAccountTtlSeconds: int('UNVERIFIED_ACCOUNT_TTL_SECONDS', DEFAULT_UNVERIFIED_ACCOUNT_TTL, MIN_UNVERIFIED_ACCOUNT_TTL, MAX_UNVERIFIED_ACCOUNT_TTL),
@@ -550,4 +554,48 @@ function deepFreeze<T>(value: T): T {
     Object.freeze(value);
   }
   return value;
+}
+
+/** The WebAuthn relying party (docs/api.md#passkeys, docs/integration.md#passkeys). */
+export interface WebauthnSettings {
+  /** WEBAUTHN_RP_ID: the relying party id, a domain (default `localhost`). */
+  readonly rpId: string;
+  /** WEBAUTHN_RP_NAME: the name authenticators show (default `Latchkey`). */
+  readonly rpName: string;
+  /** WEBAUTHN_ORIGINS: the exact origins a ceremony may come from (default `http://localhost:3000`). */
+  readonly origins: readonly string[];
+}
+
+/** A domain as an RP ID must be: lowercase labels of letters, digits and hyphens (W3C WebAuthn Level 3 §5.1.4.1). */
+const RP_ID = /^(?=.{1,253}$)[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?(?:\.[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)*$/;
+/** Longest WEBAUTHN_RP_NAME, in characters. */
+const MAX_RP_NAME_LENGTH = 64;
+
+/**
+ * WEBAUTHN_RP_ID, WEBAUTHN_RP_NAME and WEBAUTHN_ORIGINS, checked: the RP ID a domain; each origin
+ * `https://host[:port]`, or `http://` for localhost only (browsers offer WebAuthn in secure
+ * contexts only), whose host is the RP ID or a subdomain of it (W3C WebAuthn Level 3 §5.1.3
+ * step 8, §5.1.4.1 step 7). Problems are pushed onto `problems`.
+ */
+function webauthnSettings(rpIdRaw: string | undefined, rpNameRaw: string | undefined, originsRaw: string | undefined, problems: string[]): WebauthnSettings {
+  const rpId = rpIdRaw ?? 'localhost';
+  const rpName = rpNameRaw ?? 'Latchkey';
+  const origins = (originsRaw ?? 'http://localhost:3000').split(',').map((o) => o.trim()).filter((o) => o !== '');
+  if (!RP_ID.test(rpId)) problems.push(`WEBAUTHN_RP_ID: expected a domain such as example.com (no scheme, port or path), got "${rpId}"`);
+  if (rpName.length > MAX_RP_NAME_LENGTH) problems.push(`WEBAUTHN_RP_NAME: at most ${MAX_RP_NAME_LENGTH} characters`);
+  if (origins.length === 0) problems.push('WEBAUTHN_ORIGINS: at least one origin');
+  for (const origin of origins) {
+    let url: URL | undefined;
+    try {
+      url = new URL(origin);
+    } catch {
+      url = undefined;
+    }
+    const exact = url !== undefined && url.origin === origin;
+    const secure = url !== undefined && (url.protocol === 'https:' || (url.protocol === 'http:' && url.hostname === 'localhost'));
+    const underRpId = url !== undefined && (url.hostname === rpId || url.hostname.endsWith(`.${rpId}`));
+    if (!exact || !secure) problems.push(`WEBAUTHN_ORIGINS: expected origins such as https://app.example.com (http:// only for localhost; no path or trailing slash), got "${origin}"`);
+    else if (!underRpId) problems.push(`WEBAUTHN_ORIGINS: "${origin}" is not on WEBAUTHN_RP_ID "${rpId}" or a subdomain of it`);
+  }
+  return { rpId, rpName, origins };
 }

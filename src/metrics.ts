@@ -16,6 +16,13 @@ export type RefreshOutcome = 'rotated' | 'grace_replay' | 'reused' | 'invalid' |
 export type PasswordResetOutcome = 'requested' | 'completed';
 /** Outcomes of `auth_mfa_sign_in_total`: the second step of a sign-in. */
 export type MfaSignInOutcome = 'totp' | 'recovery_code' | 'invalid_code' | 'challenge_expired' | 'locked';
+/**
+ * Outcomes of `auth_passkey_sign_in_total`: signed in, a response that did not verify (or an
+ * unknown, used or expired challenge), no challenge cookie, an unverified email, a rate limit.
+ */
+export type PasskeySignInOutcome = 'success' | 'invalid_response' | 'missing_challenge' | 'unverified' | 'locked';
+/** Changes counted by `auth_passkey_changes_total`. */
+export type PasskeyChange = 'registered' | 'deleted';
 /** Outcomes of `auth_email_changes_total`: a code sent to a new address, or the address replaced. */
 export type EmailChangeOutcome = 'requested' | 'completed';
 /**
@@ -79,6 +86,10 @@ export interface AuthMetrics {
   passwordReset(outcome: PasswordResetOutcome): void;
   /** Counts a second sign-in step's outcome (`auth_mfa_sign_in_total{outcome}`). */
   mfaSignIn(outcome: MfaSignInOutcome): void;
+  /** Counts a passkey sign-in's outcome (`auth_passkey_sign_in_total{outcome}`). */
+  passkeySignIn(outcome: PasskeySignInOutcome): void;
+  /** Counts a passkey registered or deleted (`auth_passkey_changes_total{change}`). */
+  passkeyChange(change: PasskeyChange): void;
   /** Counts an email-change outcome (`auth_email_changes_total{outcome}`). */
   emailChange(outcome: EmailChangeOutcome): void;
   /** Counts deleted accounts (`auth_accounts_deleted_total{cause}`); `count` 0 counts nothing. */
@@ -150,6 +161,18 @@ export function createAuthMetrics(options: { readonly defaultMetrics?: boolean }
     labelNames: ['outcome'] as const,
     registers,
   });
+  const passkeySignIns = new Counter({
+    name: `${PREFIX}passkey_sign_in_total`,
+    help: 'Passkey sign-ins by outcome: success, invalid_response (did not verify, or an unknown, used or expired challenge), missing_challenge, unverified (email not verified), locked (rate limited).',
+    labelNames: ['outcome'] as const,
+    registers,
+  });
+  const passkeyChanges = new Counter({
+    name: `${PREFIX}passkey_changes_total`,
+    help: 'Passkeys registered and deleted by their owners (an account deletion removes its passkeys without counting here).',
+    labelNames: ['change'] as const,
+    registers,
+  });
   const emailChanges = new Counter({
     name: `${PREFIX}email_changes_total`,
     help: 'Email changes by outcome: requested (a code sent to the new address), completed (the address replaced).',
@@ -178,6 +201,8 @@ export function createAuthMetrics(options: { readonly defaultMetrics?: boolean }
   for (const outcome of ['requested', 'completed'] satisfies PasswordResetOutcome[]) passwordResets.inc({ outcome }, 0);
   for (const outcome of ['requested', 'completed'] satisfies EmailChangeOutcome[]) emailChanges.inc({ outcome }, 0);
   for (const outcome of ['totp', 'recovery_code', 'invalid_code', 'challenge_expired', 'locked'] satisfies MfaSignInOutcome[]) mfaSignIns.inc({ outcome }, 0);
+  for (const outcome of ['success', 'invalid_response', 'missing_challenge', 'unverified', 'locked'] satisfies PasskeySignInOutcome[]) passkeySignIns.inc({ outcome }, 0);
+  for (const change of ['registered', 'deleted'] satisfies PasskeyChange[]) passkeyChanges.inc({ change }, 0);
 
   return {
     registry,
@@ -189,6 +214,8 @@ export function createAuthMetrics(options: { readonly defaultMetrics?: boolean }
     passwordReset: (outcome) => passwordResets.inc({ outcome }),
     emailChange: (outcome) => emailChanges.inc({ outcome }),
     mfaSignIn: (outcome) => mfaSignIns.inc({ outcome }),
+    passkeySignIn: (outcome) => passkeySignIns.inc({ outcome }),
+    passkeyChange: (change) => passkeyChanges.inc({ change }),
     accountsDeleted: (cause, count = 1) => {
       if (count > 0) accountsDeleted.inc({ cause }, count);
     },

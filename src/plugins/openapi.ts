@@ -40,6 +40,10 @@ export const TAGS = {
     name: 'Second factor',
     description: 'TOTP from an authenticator app, with ten single-use recovery codes: set up, turn on with a code, turn off, make new recovery codes. Sign-in then asks for a code after the password.',
   },
+  passkeys: {
+    name: 'Passkeys',
+    description: 'WebAuthn passkeys: register one while signed in, list, rename and delete them. Sign-in with a passkey (under Sign-in and tokens) needs no password and no second factor.',
+  },
   keys: { name: 'Keys', description: 'The public keys that verify access tokens (JWKS, RFC 7517), for the services that accept them.' },
   operations: { name: 'Operations', description: 'For operators: liveness and readiness probes, Prometheus metrics, and this document.' },
 } as const;
@@ -209,6 +213,12 @@ export async function registerOpenApi(app: FastifyInstance, options: { readonly 
             in: 'cookie',
             name: 'mfa_challenge',
             description: 'The HttpOnly challenge cookie a sign-in answered 403 auth.mfa_required sets (Path=/auth/v0/sign-in/mfa, 300 s).',
+          },
+          webauthnChallengeCookie: {
+            type: 'apiKey',
+            in: 'cookie',
+            name: 'webauthn_challenge',
+            description: 'The HttpOnly challenge cookie POST /auth/v0/sign-in/passkey/options sets (Path=/auth/v0/sign-in/passkey, 300 s, single use).',
           },
         },
       },

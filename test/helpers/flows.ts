@@ -132,7 +132,7 @@ export function refresh(ctx: TestContext, token: string | undefined): Promise<Li
 }
 
 /** A request with a Bearer token. */
-export function withBearer(ctx: TestContext, method: 'GET' | 'POST' | 'DELETE', url: string, token: string, payload?: unknown): Promise<LightMyRequestResponse> {
+export function withBearer(ctx: TestContext, method: 'GET' | 'POST' | 'PATCH' | 'DELETE', url: string, token: string, payload?: unknown): Promise<LightMyRequestResponse> {
   return ctx.app.inject({
     method,
     url,

@@ -11,6 +11,9 @@ export type SecurityEventName =
   | 'mfa.enabled'
   | 'mfa.disabled'
   | 'mfa.recovery_codes_regenerated'
+  | 'passkey.registered'
+  | 'passkey.deleted'
+  | 'passkey.sign_in_failed'
   | 'sign_up.rate_limited'
   | 'verify_email.rate_limited'
   | 'refresh_token.reused'
@@ -35,7 +38,7 @@ export interface SecurityEventFields {
 }
 
 /** Events that call for attention are logged at `warn`, the rest at `info`. */
-const WARN_EVENTS: ReadonlySet<SecurityEventName> = new Set(['sign_in.locked', 'sign_up.rate_limited', 'verify_email.rate_limited', 'refresh_token.reused']);
+const WARN_EVENTS: ReadonlySet<SecurityEventName> = new Set(['sign_in.locked', 'sign_up.rate_limited', 'verify_email.rate_limited', 'refresh_token.reused', 'passkey.sign_in_failed']);
 
 /**
  * Writes one security event as `{ event, securityEvent: true, userId, sessionId, ip, reason }`

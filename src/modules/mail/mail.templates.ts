@@ -35,7 +35,9 @@ export type SecurityNoticeKind =
   | 'account_deleted'
   | 'mfa_enabled'
   | 'mfa_disabled'
-  | 'recovery_codes_regenerated';
+  | 'recovery_codes_regenerated'
+  | 'passkey_added'
+  | 'passkey_removed';
 
 /** What a notice says happened, and what the owner should do if it was not them. */
 const NOTICE_TEXT: Record<SecurityNoticeKind, { subject: string; happened: string; ifNotYou: string }> = {
@@ -79,6 +81,16 @@ const NOTICE_TEXT: Record<SecurityNoticeKind, { subject: string; happened: strin
     happened: 'A new set of ten recovery codes was made for your account; the earlier codes no longer work.',
     ifNotYou: 'If you did not do this, someone else knows your password and had a code: reset your password at once and contact support.',
   },
+  passkey_added: {
+    subject: 'A passkey was added to your account',
+    happened: 'A passkey was added to your account. It signs in without the password or a code.',
+    ifNotYou: 'If you did not do this, someone else controls your account: sign in, delete this passkey under Passkeys, reset your password, and contact support.',
+  },
+  passkey_removed: {
+    subject: 'A passkey was removed from your account',
+    happened: 'A passkey was removed from your account; it no longer signs in.',
+    ifNotYou: 'If you did not do this, someone else controls your account: reset your password, check the passkeys the account still has, and contact support.',
+  },
 };
 
 /**
@@ -94,6 +106,8 @@ export function securityNoticeEmail(input: {
   at: Date;
   ip: string | null;
   userAgent: string | null;
+  /** Lines particular to the change, printed after what happened. */
+  details?: readonly string[];
 }): { subject: string; text: string } {
   const t = NOTICE_TEXT[input.kind];
   const when = input.at.toISOString().replace('T', ' ').replace(/\.\d{3}Z$/, ' UTC');
@@ -103,6 +117,7 @@ export function securityNoticeEmail(input: {
     text:
       `Hello ${input.username},\n\n` +
       `${t.happened}\n\n` +
+      (input.details === undefined || input.details.length === 0 ? '' : `${input.details.join('\n')}\n\n`) +
       `When: ${when}\n` +
       `From: ${from}\n` +
       `Browser or app: ${input.userAgent ?? 'unknown'}\n\n` +

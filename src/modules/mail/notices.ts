@@ -34,6 +34,8 @@ export interface SecurityNotice {
   /** When the change happened (the service's clock). */
   readonly at: Date;
   readonly client: NoticeClient;
+  /** Facts particular to the change, one per line (the passkey added or removed, the passkeys an account keeps after a reset). */
+  readonly details?: readonly string[];
 }
 
 /**
@@ -58,11 +60,17 @@ export async function queueSecurityNotice(tx: Queryable, notice: SecurityNotice)
       username: notice.username,
       at: notice.at.toISOString(),
       ip: notice.client.ip,
-      // eslint-disable-next-line no-control-regex
-      user_agent: ua === null ? null : ua.replace(/[\u0000-\u001f\u007f]/g, ' ').slice(0, NOTICE_MAX_USER_AGENT_LENGTH),
+      user_agent: ua === null ? null : oneLine(ua).slice(0, NOTICE_MAX_USER_AGENT_LENGTH),
+      ...(notice.details === undefined || notice.details.length === 0 ? {} : { details: notice.details.map(oneLine) }),
     },
     now: notice.at,
     expiresAt: new Date(notice.at.getTime() + NOTICE_TTL_SECONDS * 1000),
   });
   return id;
+}
+
+/** `text` on one line: control characters (line breaks included) replaced by spaces, so a name cannot add lines to a notice. */
+export function oneLine(text: string): string {
+  // eslint-disable-next-line no-control-regex
+  return text.replace(/[\u0000-\u001f\u007f]/g, ' ');
 }

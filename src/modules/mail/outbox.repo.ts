@@ -18,6 +18,8 @@ export interface SecurityNoticePayload {
   at: string;
   ip: string | null;
   user_agent: string | null;
+  /** Facts particular to the change, one per line; absent when there are none. */
+  details?: string[];
 }
 
 /** The kinds of outbox rows that carry a one-time code: one per code purpose (src/modules/codes/). */

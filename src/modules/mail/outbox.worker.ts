@@ -44,7 +44,7 @@ export function retryDelayMs(attempt: number, random: () => number = Math.random
 function contentOf(row: Exclude<ClaimedEmail, { kind: 'password_reset_request' }>, now: Date, passwordResetUrl: string | undefined): { subject: string; text: string } | undefined {
   if (row.kind === 'notice') {
     const p = row.payload;
-    return securityNoticeEmail({ kind: p.notice, username: p.username, at: new Date(p.at), ip: p.ip, userAgent: p.user_agent });
+    return securityNoticeEmail({ kind: p.notice, username: p.username, at: new Date(p.at), ip: p.ip, userAgent: p.user_agent, details: p.details ?? [] });
   }
   const { code, username } = row.payload;
   if (code === undefined) return undefined;

@@ -8,6 +8,8 @@ import { normalizePassword, type PasswordHasher } from '../../crypto/password.js
 import { securityEvent } from '../audit/security-events.js';
 import type { OneTimeCodes } from '../codes/one-time-codes.service.js';
 import { queueSecurityNotice, type NoticeClient } from '../mail/notices.js';
+import { listPasskeys } from '../passkeys/passkeys.repo.js';
+import { passkeyNoticeLines } from '../passkeys/passkey-notices.js';
 import { enqueueEmail } from '../mail/outbox.repo.js';
 import { UNKNOWN_CLIENT } from '../rate-limits/client-network.js';
 import type { RateLimitRules } from '../rate-limits/rate-limits.rules.js';
@@ -164,7 +166,9 @@ export function createPasswordResetService(deps: PasswordResetDeps): PasswordRes
         // An email change asked for with the old password must not complete after it changed.
         await codes.revokeAll(tx, 'email_change', { id: user.id, email: null });
         await markEmailVerified(tx, user.id, email, now);
-        await queueSecurityNotice(tx, { kind: 'password_reset', recipient: email, username: user.username, at: now, client });
+        // Passkeys survive a reset: the notice lists them, so a passkey an intruder added is seen (docs/security.md).
+        const details = passkeyNoticeLines(await listPasskeys(tx, user.id));
+        await queueSecurityNotice(tx, { kind: 'password_reset', recipient: email, username: user.username, at: now, client, details });
         return count;
       });
       if (revoked === undefined) throw new AppError('auth.password_reset.code_expired');

@@ -9,6 +9,11 @@ export const MFA_CHALLENGE_COOKIE = 'mfa_challenge';
 /** Its path: the browser sends it to the second step only. */
 export const MFA_CHALLENGE_COOKIE_PATH = '/auth/v0/sign-in/mfa';
 
+/** The passkey sign-in challenge cookie (docs/api.md#sign-in-with-a-passkey). */
+export const WEBAUTHN_CHALLENGE_COOKIE = 'webauthn_challenge';
+/** Its path: the browser sends it to the passkey sign-in routes only (the options route sets it). */
+export const WEBAUTHN_CHALLENGE_COOKIE_PATH = '/auth/v0/sign-in/passkey';
+
 /**
  * Setting and clearing one of the service's cookies: `HttpOnly; Secure; SameSite=Strict` on its
  * own path; cleared with an empty value, `Max-Age=0`, the same path and attributes.
@@ -23,6 +28,7 @@ function cookie(name: string, path: string) {
 
 const refreshCookie = cookie(REFRESH_COOKIE, REFRESH_COOKIE_PATH);
 const mfaChallengeCookie = cookie(MFA_CHALLENGE_COOKIE, MFA_CHALLENGE_COOKIE_PATH);
+const webauthnChallengeCookie = cookie(WEBAUTHN_CHALLENGE_COOKIE, WEBAUTHN_CHALLENGE_COOKIE_PATH);
 
 /** Sets the refresh cookie: `Path=/auth/v0/refresh; HttpOnly; Secure; SameSite=Strict; Max-Age=<session remaining>`. */
 export const setRefreshCookie = refreshCookie.set;
@@ -32,3 +38,7 @@ export const clearRefreshCookie = refreshCookie.clear;
 export const setMfaChallengeCookie = mfaChallengeCookie.set;
 /** Clears the challenge cookie: empty value, `Max-Age=0`, same path and attributes. */
 export const clearMfaChallengeCookie = mfaChallengeCookie.clear;
+/** Sets `webauthn_challenge=<value>; Path=/auth/v0/sign-in/passkey; HttpOnly; Secure; SameSite=Strict; Max-Age=<seconds>`. */
+export const setWebauthnChallengeCookie = webauthnChallengeCookie.set;
+/** Clears the passkey challenge cookie: empty value, `Max-Age=0`, same path and attributes. */
+export const clearWebauthnChallengeCookie = webauthnChallengeCookie.clear;

@@ -12,7 +12,8 @@ export interface UserRow {
   is_phone_verified: boolean;
 }
 
-const USER_COLUMNS = 'id, username, email, phone, password_hash, is_email_verified, is_phone_verified';
+/** The columns of a {@link UserRow}, in SELECT lists. */
+export const USER_COLUMNS = 'id, username, email, phone, password_hash, is_email_verified, is_phone_verified';
 
 /** Unique index -> the 409 code it means (docs/api.md#error-codes). */
 const TAKEN_BY_CONSTRAINT = {

@@ -1,0 +1,140 @@
+import { Type, type Static, type TSchema } from '@sinclair/typebox';
+import { withRule } from '../../errors.js';
+import type { PasskeyRow } from './passkeys.repo.js';
+
+/** Longest passkey name, in characters (docs/api.md#passkeys). */
+export const MAX_PASSKEY_NAME_LENGTH = 64;
+/**
+ * Longest base64url member of a WebAuthn response, in characters: above any attestation object
+ * or signature a browser sends with `attestation: "none"`, and below the 16 KiB body limit.
+ */
+const MAX_BASE64URL_LENGTH = 12_000;
+
+const EXAMPLE_PASSKEY = {
+  id: '0b7f1c9e-3d2a-4c5b-9e8f-1a2b3c4d5e6f',
+  name: 'Laptop',
+  created_at: '2026-03-02T09:15:00.000Z',
+  last_used_at: '2026-03-04T18:40:12.000Z',
+};
+
+const Base64Url = Type.String({ pattern: '^[A-Za-z0-9_-]*$', maxLength: MAX_BASE64URL_LENGTH });
+const strict = { additionalProperties: false } as const;
+/** Extension inputs and outputs: open-ended by design (W3C WebAuthn Level 3 §9). */
+const Extensions = Type.Object({}, { additionalProperties: true });
+const AuthenticatorAttachment = Type.Union([Type.Literal('platform'), Type.Literal('cross-platform')]);
+const Transports = Type.Array(Type.String({ maxLength: 32 }), { maxItems: 16 });
+
+/** A passkey name: at most 64 characters, no control characters; empty means none. */
+const PasskeyName = withRule(
+  Type.Union([Type.String({ maxLength: MAX_PASSKEY_NAME_LENGTH, pattern: '^[^\\u0000-\\u001f\\u007f]*$' }), Type.Null()]),
+  `must be a name of at most ${MAX_PASSKEY_NAME_LENGTH} characters without control characters, or null`,
+);
+
+/** Passkey (docs/api.md#passkeys): exactly these members. */
+export const PasskeySchema = Type.Object(
+  {
+    id: Type.String({ format: 'uuid' }),
+    name: Type.Union([Type.String(), Type.Null()]),
+    created_at: Type.String({ format: 'date-time' }),
+    last_used_at: Type.Union([Type.String({ format: 'date-time' }), Type.Null()]),
+  },
+  { title: 'Passkey', ...strict, examples: [EXAMPLE_PASSKEY] },
+);
+
+/** The wire form of a stored passkey. */
+export function toPasskey(row: PasskeyRow): { id: string; name: string | null; created_at: string; last_used_at: string | null } {
+  return { id: row.id, name: row.name, created_at: row.created_at.toISOString(), last_used_at: row.last_used_at?.toISOString() ?? null };
+}
+
+export const PasskeyResponseSchema = Type.Object({ passkey: PasskeySchema }, { title: 'PasskeyResponse', ...strict, examples: [{ passkey: EXAMPLE_PASSKEY }] });
+export const PasskeyListResponseSchema = Type.Object(
+  { passkeys: Type.Array(PasskeySchema) },
+  { title: 'PasskeyListResponse', ...strict, examples: [{ passkeys: [EXAMPLE_PASSKEY] }] },
+);
+
+/** A public-key credential as @simplewebauthn/browser serialises it, with its `response` member. */
+function credentialJson<R extends TSchema>(title: string, response: R) {
+  return Type.Object(
+    {
+      id: Base64Url,
+      rawId: Base64Url,
+      response,
+      authenticatorAttachment: Type.Optional(AuthenticatorAttachment),
+      clientExtensionResults: Extensions,
+      type: Type.Literal('public-key'),
+    },
+    { title, ...strict },
+  );
+}
+
+/** RegistrationResponseJSON (W3C WebAuthn Level 3 §5.1, `toJSON()`). */
+const RegistrationResponseJson = credentialJson(
+  'RegistrationResponseJSON',
+  Type.Object(
+    {
+      clientDataJSON: Base64Url,
+      attestationObject: Base64Url,
+      authenticatorData: Type.Optional(Base64Url),
+      transports: Type.Optional(Transports),
+      publicKeyAlgorithm: Type.Optional(Type.Integer()),
+      publicKey: Type.Optional(Base64Url),
+    },
+    strict,
+  ),
+);
+
+/** AuthenticationResponseJSON (W3C WebAuthn Level 3 §5.1, `toJSON()`). */
+const AuthenticationResponseJson = credentialJson(
+  'AuthenticationResponseJSON',
+  Type.Object(
+    { clientDataJSON: Base64Url, authenticatorData: Base64Url, signature: Base64Url, userHandle: Type.Optional(Base64Url) },
+    strict,
+  ),
+);
+
+/** PasskeyRegistrationRequest (docs/api.md#register-a-passkey). */
+export const PasskeyRegistrationRequestSchema = Type.Object(
+  { response: RegistrationResponseJson, name: Type.Optional(PasskeyName) },
+  { title: 'PasskeyRegistrationRequest', ...strict },
+);
+
+/** PasskeyRenameRequest (docs/api.md#rename-a-passkey). */
+export const PasskeyRenameRequestSchema = Type.Object({ name: PasskeyName }, { title: 'PasskeyRenameRequest', ...strict, examples: [{ name: 'Work laptop' }] });
+
+/** PasskeySignInRequest (docs/api.md#sign-in-with-a-passkey). */
+export const PasskeySignInRequestSchema = Type.Object({ response: AuthenticationResponseJson }, { title: 'PasskeySignInRequest', ...strict });
+
+/** The path parameter of one passkey; any string, so a malformed id answers 404 like an unknown one. */
+export const PasskeyParamsSchema = Type.Object({ passkey_id: Type.String() }, strict);
+
+const CredentialDescriptor = Type.Object({ id: Base64Url, type: Type.Literal('public-key'), transports: Type.Optional(Transports) }, strict);
+
+/** PublicKeyCredentialCreationOptionsJSON, as the service answers it (docs/api.md#registration-options). */
+export const CreationOptionsSchema = Type.Object(
+  {
+    challenge: Base64Url,
+    rp: Type.Object({ name: Type.String(), id: Type.String() }, strict),
+    user: Type.Object({ id: Base64Url, name: Type.String(), displayName: Type.String() }, strict),
+    pubKeyCredParams: Type.Array(Type.Object({ alg: Type.Integer(), type: Type.Literal('public-key') }, strict)),
+    timeout: Type.Integer(),
+    attestation: Type.Literal('none'),
+    excludeCredentials: Type.Array(CredentialDescriptor),
+    authenticatorSelection: Type.Object(
+      { residentKey: Type.Literal('required'), userVerification: Type.Literal('required'), requireResidentKey: Type.Literal(true) },
+      strict,
+    ),
+    extensions: Extensions,
+    hints: Type.Array(Type.String()),
+  },
+  { title: 'PublicKeyCredentialCreationOptionsJSON', ...strict },
+);
+/** What {@link CreationOptionsSchema} describes. */
+export type CreationOptions = Static<typeof CreationOptionsSchema>;
+
+/** PublicKeyCredentialRequestOptionsJSON, as the service answers it (docs/api.md#sign-in-options). */
+export const RequestOptionsSchema = Type.Object(
+  { rpId: Type.String(), challenge: Base64Url, timeout: Type.Integer(), userVerification: Type.Literal('required') },
+  { title: 'PublicKeyCredentialRequestOptionsJSON', ...strict },
+);
+/** What {@link RequestOptionsSchema} describes. */
+export type RequestOptions = Static<typeof RequestOptionsSchema>;

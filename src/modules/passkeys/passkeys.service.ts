@@ -1,0 +1,357 @@
+import { randomBytes, randomUUID } from 'node:crypto';
+import type { FastifyBaseLogger } from 'fastify';
+import {
+  generateAuthenticationOptions,
+  generateRegistrationOptions,
+  verifyAuthenticationResponse,
+  verifyRegistrationResponse,
+  type AuthenticationResponseJSON,
+  type RegistrationResponseJSON,
+} from '@simplewebauthn/server';
+import type { Clock } from '../../clock.js';
+import type { WebauthnSettings } from '../../config.js';
+import type { Db, Queryable } from '../../db/db.js';
+import { newRefreshToken, sha256 } from '../../crypto/secrets.js';
+import { AppError } from '../../errors.js';
+import type { AuthMetrics } from '../../metrics.js';
+import { securityEvent } from '../audit/security-events.js';
+import { queueSecurityNotice, type NoticeClient, type SecurityNoticeKind } from '../mail/notices.js';
+import { UNKNOWN_CLIENT } from '../rate-limits/client-network.js';
+import type { RateLimitRules } from '../rate-limits/rate-limits.rules.js';
+import type { RateLimiter } from '../rate-limits/rate-limits.service.js';
+import type { ClientContext, IssuedTokens, SessionsService } from '../sessions/sessions.service.js';
+import { UUID_PATTERN } from '../tokens/access-token.service.js';
+import { lockUser, type UserRow } from '../users/users.repo.js';
+import { noticeAddress } from '../users/users.service.js';
+import {
+  countPasskeys,
+  deletePasskey,
+  findPasskey,
+  insertPasskey,
+  insertWebauthnChallenge,
+  listPasskeys,
+  passkeyWithOwnerQuery,
+  recordPasskeyUse,
+  renamePasskey,
+  takeAuthenticationChallenge,
+  takeRegistrationChallenge,
+  userHandleOf,
+  type PasskeyRow,
+  type PasskeyWithOwner,
+} from './passkeys.repo.js';
+import { passkeyNoticeName } from './passkey-notices.js';
+import type { CreationOptions, RequestOptions } from './passkeys.schemas.js';
+
+/** Most passkeys one account may have (docs/api.md#passkeys). */
+export const MAX_PASSKEYS_PER_USER = 10;
+/** How long a registration or sign-in challenge lives, in seconds (docs/api.md#passkeys). */
+export const WEBAUTHN_CHALLENGE_TTL_SECONDS = 300;
+/**
+ * The `amr` (RFC 8176) of a session signed in with a passkey: a hardware-secured key (`hwk`)
+ * unlocked by user verification (`user`), two factors in one (NIST SP 800-63B-4 §3.1.7).
+ */
+export const PASSKEY_AMR: readonly string[] = Object.freeze(['hwk', 'user']);
+/** Length of the WebAuthn user handle, in bytes (W3C WebAuthn Level 3 §14.6.1 recommends 64 random bytes at most). */
+const USER_HANDLE_BYTES = 32;
+/** Public-key algorithms accepted: EdDSA, ES256, RS256 (COSE identifiers, RFC 9053), the set browsers and authenticators use. */
+const SUPPORTED_ALGORITHM_IDS = [-8, -7, -257];
+
+/** Dependencies of {@link createPasskeysService}. */
+export interface PasskeysDeps {
+  readonly db: Db;
+  readonly clock: Clock;
+  /** WEBAUTHN_RP_ID, WEBAUTHN_RP_NAME, WEBAUTHN_ORIGINS. */
+  readonly rp: WebauthnSettings;
+  readonly sessions: Pick<SessionsService, 'startSession'>;
+  readonly limiter: RateLimiter;
+  readonly rules: Pick<RateLimitRules, 'signInPerIp' | 'signInPerAccount'>;
+  readonly log: FastifyBaseLogger;
+  readonly metrics: Pick<AuthMetrics, 'passkeySignIn' | 'passkeyChange' | 'signIn'>;
+  readonly onEmailQueued: () => void;
+}
+
+/**
+ * Passkeys (docs/api.md#passkeys): WebAuthn Level 3 registration for a signed-in user, listing,
+ * renaming and deletion, and sign-in with a discoverable credential and user verification.
+ * OWASP ASVS 5.0 V6.5 (multi-factor), V6.7 (cryptographic authenticators); NIST SP 800-63B-4 §3.1.7.
+ */
+export interface PasskeysService {
+  /**
+   * The options of `navigator.credentials.create()` for `user`: a new challenge (stored, single
+   * use, 300 s), the account's user handle, its passkeys excluded, resident key and user
+   * verification required, no attestation.
+   * @throws AppError `auth.passkeys.limit_reached` (409).
+   */
+  registrationOptions(user: UserRow): Promise<CreationOptions>;
+  /**
+   * Verifies a registration response against the user's challenge (used up whatever the
+   * outcome), the configured origins and RP ID, with user verification, and stores the
+   * credential with a `passkey_added` notice, in one transaction under the user's row lock.
+   * @returns the stored passkey.
+   * @throws AppError `auth.passkeys.validation_failed` (400: no live challenge, does not verify,
+   *   already registered), `auth.passkeys.limit_reached` (409).
+   */
+  register(user: UserRow, input: { response: RegistrationResponseJSON; name?: string | null | undefined }, client: NoticeClient): Promise<PasskeyRow>;
+  /** The user's passkeys, oldest first. */
+  list(user: UserRow): Promise<PasskeyRow[]>;
+  /**
+   * Renames one of the user's passkeys (`null` or blank: no name).
+   * @throws AppError `auth.passkeys.not_found` (404, also for a malformed id), `auth.passkeys.forbidden` (403).
+   */
+  rename(user: UserRow, passkeyId: string, name: string | null): Promise<PasskeyRow>;
+  /**
+   * Deletes one of the user's passkeys and queues a `passkey_removed` notice.
+   * @throws AppError `auth.passkeys.not_found` (404, also for a malformed id), `auth.passkeys.forbidden` (403).
+   */
+  remove(user: UserRow, passkeyId: string, client: NoticeClient): Promise<void>;
+  /**
+   * The options of `navigator.credentials.get()` for a discoverable credential (no
+   * `allowCredentials`), user verification required, and the value of the `webauthn_challenge`
+   * cookie that binds the stored challenge (its SHA-256 is stored) to this browser.
+   */
+  signInOptions(): Promise<{ options: RequestOptions; cookie: string; maxAgeSeconds: number }>;
+  /**
+   * Signs in with a passkey (docs/api.md#sign-in-with-a-passkey), under the rules of a password
+   * sign-in: the attempt counts against the client's sign-in limit (taken back on success); the
+   * cookie's challenge is used up; the assertion must verify against the stored public key with
+   * user verification, name the credential owner's user handle, and raise the signature counter
+   * (one guarded UPDATE, which also sets `last_used_at`); an unverified email is refused after
+   * the assertion verified, and so is an account over its failed sign-ins; no second factor is
+   * asked. The session has `amr` `["hwk","user"]`.
+   * @throws AppError `auth.passkeys.missing_challenge`, `auth.passkeys.invalid_response` (401),
+   *   `auth.email_not_verified` (403), `auth.sign_in.too_many_attempts` (429, Retry-After).
+   */
+  signIn(cookie: string | undefined, response: AuthenticationResponseJSON, client: ClientContext): Promise<IssuedTokens & { user: UserRow }>;
+}
+
+/** The `challenge` member of a response's clientDataJSON, or undefined when it cannot be read. */
+function challengeOf(clientDataJson: string): string | undefined {
+  try {
+    const parsed: unknown = JSON.parse(Buffer.from(clientDataJson, 'base64url').toString('utf8'));
+    const challenge = (parsed as { challenge?: unknown } | null)?.challenge;
+    return typeof challenge === 'string' && challenge !== '' ? challenge : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** A blank name is no name. */
+const nameOrNull = (name: string | null | undefined): string | null => (name === undefined || name === null || name.trim() === '' ? null : name.trim());
+
+
+/** Builds the {@link PasskeysService}. */
+export function createPasskeysService(deps: PasskeysDeps): PasskeysService {
+  const { db, clock, rp, sessions, limiter, rules, log, metrics, onEmailQueued } = deps;
+  const expiresAt = (now: Date): Date => new Date(now.getTime() + WEBAUTHN_CHALLENGE_TTL_SECONDS * 1000);
+
+  const notice = async (tx: Queryable, user: UserRow, kind: SecurityNoticeKind, client: NoticeClient, details: string[]): Promise<boolean> => {
+    const address = noticeAddress(user);
+    if (address === null) return false;
+    await queueSecurityNotice(tx, { kind, recipient: address, username: user.username, at: clock.now(), client, details });
+    return true;
+  };
+
+  /** The user's passkey `passkeyId`, or the 404/403 the caller answers. */
+  const ownPasskey = async (user: UserRow, passkeyId: string): Promise<PasskeyRow> => {
+    const row = UUID_PATTERN.test(passkeyId) ? await findPasskey(db, passkeyId) : undefined;
+    if (row === undefined) throw new AppError('auth.passkeys.not_found');
+    if (row.user_id !== user.id) throw new AppError('auth.passkeys.forbidden');
+    return row;
+  };
+
+  const invalidRegistration = (message: string): AppError => new AppError('auth.passkeys.validation_failed', { message });
+
+  /** A refused passkey sign-in: counted, logged, and the 401 the caller answers. */
+  const refused = (reason: string, client: ClientContext, userId?: string): AppError => {
+    metrics.passkeySignIn('invalid_response');
+    securityEvent(log, 'passkey.sign_in_failed', { userId, ip: client.ip, reason });
+    return new AppError('auth.passkeys.invalid_response');
+  };
+
+  /** The assertion checked against the stored credential; the new counter and backup state, or undefined. */
+  const verifyAssertion = async (response: AuthenticationResponseJSON, challenge: string, owner: PasskeyWithOwner) => {
+    try {
+      const result = await verifyAuthenticationResponse({
+        response,
+        expectedChallenge: challenge,
+        expectedOrigin: [...rp.origins],
+        expectedRPID: rp.rpId,
+        credential: { id: owner.credential_id, publicKey: new Uint8Array(owner.public_key), counter: owner.counter, transports: owner.transports },
+        requireUserVerification: true,
+      });
+      return result.verified && result.authenticationInfo.userVerified ? result.authenticationInfo : undefined;
+    } catch {
+      // A malformed or forged response, a wrong origin, RP ID or challenge, a counter not above the stored one.
+      return undefined;
+    }
+  };
+
+  return {
+    async registrationOptions(user) {
+      const [handle, existing] = await Promise.all([userHandleOf(db, user.id, randomBytes(USER_HANDLE_BYTES)), listPasskeys(db, user.id)]);
+      if (existing.length >= MAX_PASSKEYS_PER_USER) throw new AppError('auth.passkeys.limit_reached');
+      if (handle === undefined) throw new AppError('auth.invalid_access_token');
+      const options = await generateRegistrationOptions({
+        rpName: rp.rpName,
+        rpID: rp.rpId,
+        userName: user.email ?? user.username,
+        userDisplayName: user.username,
+        userID: new Uint8Array(handle),
+        timeout: WEBAUTHN_CHALLENGE_TTL_SECONDS * 1000,
+        attestationType: 'none',
+        excludeCredentials: existing.map((p) => ({ id: p.credential_id, transports: p.transports })),
+        authenticatorSelection: { residentKey: 'required', userVerification: 'required' },
+        supportedAlgorithmIDs: SUPPORTED_ALGORITHM_IDS,
+      });
+      const now = clock.now();
+      await insertWebauthnChallenge(db, { id: randomUUID(), purpose: 'registration', challenge: options.challenge, userId: user.id, tokenHash: null, now, expiresAt: expiresAt(now) });
+      // The library's type leaves optional what these arguments always produce (CreationOptionsSchema checks it on the way out).
+      return options as CreationOptions;
+    },
+
+    async register(user, input, client) {
+      const challenge = challengeOf(input.response.response.clientDataJSON);
+      if (challenge === undefined || !(await takeRegistrationChallenge(db, { userId: user.id, challenge, now: clock.now() }))) {
+        throw invalidRegistration('the registration challenge is unknown, used or expired: ask for new registration options.');
+      }
+      let info;
+      try {
+        const result = await verifyRegistrationResponse({
+          response: input.response,
+          expectedChallenge: challenge,
+          expectedOrigin: [...rp.origins],
+          expectedRPID: rp.rpId,
+          requireUserVerification: true,
+          supportedAlgorithmIDs: SUPPORTED_ALGORITHM_IDS,
+        });
+        info = result.verified ? result.registrationInfo : undefined;
+      } catch (err) {
+        throw invalidRegistration(`the registration response does not verify: ${err instanceof Error ? err.message.slice(0, 200) : 'malformed'}.`);
+      }
+      if (info === undefined) throw invalidRegistration('the registration response does not verify.');
+      const name = nameOrNull(input.name);
+      const id = randomUUID();
+      const outcome = await db.transaction(async (tx): Promise<'limit' | 'duplicate' | { noticed: boolean }> => {
+        // The user's row lock serialises registrations, so parallel ones cannot pass the limit together.
+        await lockUser(tx, user.id);
+        if ((await countPasskeys(tx, user.id)) >= MAX_PASSKEYS_PER_USER) return 'limit';
+        const stored = await insertPasskey(tx, {
+          id,
+          userId: user.id,
+          credentialId: info.credential.id,
+          publicKey: info.credential.publicKey,
+          counter: info.credential.counter,
+          transports: input.response.response.transports ?? [],
+          deviceType: info.credentialDeviceType,
+          backedUp: info.credentialBackedUp,
+          name,
+          now: clock.now(),
+        });
+        if (!stored) return 'duplicate';
+        return { noticed: await notice(tx, user, 'passkey_added', client, [passkeyNoticeName(name)]) };
+      });
+      if (outcome === 'limit') throw new AppError('auth.passkeys.limit_reached');
+      if (outcome === 'duplicate') throw invalidRegistration('this passkey is already registered.');
+      if (outcome.noticed) onEmailQueued();
+      metrics.passkeyChange('registered');
+      securityEvent(log, 'passkey.registered', { userId: user.id, ip: client.ip });
+      const row = await findPasskey(db, id);
+      if (row === undefined) throw new AppError('auth.passkeys.not_found');
+      return row;
+    },
+
+    async list(user) {
+      return listPasskeys(db, user.id);
+    },
+
+    async rename(user, passkeyId, name) {
+      await ownPasskey(user, passkeyId);
+      const row = await renamePasskey(db, { id: passkeyId, userId: user.id, name: nameOrNull(name) });
+      if (row === undefined) throw new AppError('auth.passkeys.not_found');
+      return row;
+    },
+
+    async remove(user, passkeyId, client) {
+      await ownPasskey(user, passkeyId);
+      const outcome = await db.transaction(async (tx) => {
+        const deleted = await deletePasskey(tx, { id: passkeyId, userId: user.id });
+        return deleted === undefined ? undefined : { noticed: await notice(tx, user, 'passkey_removed', client, [passkeyNoticeName(deleted.name)]) };
+      });
+      // Deleted meanwhile by a parallel request: it is gone, as asked, but this call did not delete it.
+      if (outcome === undefined) throw new AppError('auth.passkeys.not_found');
+      if (outcome.noticed) onEmailQueued();
+      metrics.passkeyChange('deleted');
+      securityEvent(log, 'passkey.deleted', { userId: user.id, ip: client.ip });
+    },
+
+    async signInOptions() {
+      const options = await generateAuthenticationOptions({ rpID: rp.rpId, userVerification: 'required', timeout: WEBAUTHN_CHALLENGE_TTL_SECONDS * 1000 });
+      const cookie = newRefreshToken();
+      const now = clock.now();
+      await insertWebauthnChallenge(db, {
+        id: randomUUID(),
+        purpose: 'authentication',
+        challenge: options.challenge,
+        userId: null,
+        tokenHash: sha256(cookie),
+        now,
+        expiresAt: expiresAt(now),
+      });
+      return { options: options as RequestOptions, cookie, maxAgeSeconds: WEBAUTHN_CHALLENGE_TTL_SECONDS };
+    },
+
+    async signIn(cookie, response, client) {
+      if (cookie === undefined || cookie === '') {
+        metrics.passkeySignIn('missing_challenge');
+        throw new AppError('auth.passkeys.missing_challenge');
+      }
+      const ip = client.ip ?? UNKNOWN_CLIENT;
+      // Every try counts against the client's sign-in limit, as a password sign-in does; a success takes it back.
+      const verdict = await limiter.hit(rules.signInPerIp, ip);
+      const tooMany = (retryAfterSeconds: number, userId?: string): AppError => {
+        metrics.passkeySignIn('locked');
+        metrics.signIn('locked');
+        securityEvent(log, 'sign_in.locked', { ip: client.ip, userId, reason: userId === undefined ? undefined : 'account' });
+        return new AppError('auth.sign_in.too_many_attempts', { headers: { 'retry-after': String(retryAfterSeconds) } });
+      };
+      if (!verdict.allowed) throw tooMany(verdict.retryAfterSeconds);
+
+      const challenge = await takeAuthenticationChallenge(db, { tokenHash: sha256(cookie), now: clock.now() });
+      if (challenge === undefined) throw refused('challenge_unknown_used_or_expired', client);
+      const lookup = limiter.withAccountWindow(rules.signInPerAccount, passkeyWithOwnerQuery(response.id), 1);
+      const { rows } = await db.query<PasskeyWithOwner & { window_hits: number | null; window_start: Date | null }>(lookup.sql, lookup.params);
+      const owner = rows[0];
+      if (owner === undefined) throw refused('unknown_credential', client);
+      // The user handle the authenticator returns must be the owner's (W3C WebAuthn Level 3 §7.2 step 6).
+      if (owner.webauthn_user_handle === null || response.response.userHandle !== Buffer.from(owner.webauthn_user_handle).toString('base64url')) {
+        throw refused('user_handle_mismatch', client, owner.id);
+      }
+      const info = await verifyAssertion(response, challenge, owner);
+      if (info === undefined) throw refused('assertion_not_verified', client, owner.id);
+
+      const { window_hits: _hits, window_start: _start, webauthn_user_handle: _handle, passkey_id: passkeyId, credential_id: _cid, public_key: _pk, counter: _c, transports: _t, ...user } = owner;
+      if (user.email !== null && !user.is_email_verified) {
+        // The passkey was right: its attempt does not count (as for a password sign-in).
+        await limiter.forgive(rules.signInPerIp, ip);
+        metrics.passkeySignIn('unverified');
+        metrics.signIn('unverified');
+        securityEvent(log, 'sign_in.failed', { userId: user.id, ip: client.ip, reason: 'email_not_verified' });
+        throw new AppError('auth.email_not_verified');
+      }
+      // An account locked by failed sign-ins is locked for passkeys too.
+      const accountVerdict = limiter.accountVerdict(rules.signInPerAccount, owner);
+      if (!accountVerdict.allowed) throw tooMany(accountVerdict.retryAfterSeconds, user.id);
+      // The counter must go up (a cloned authenticator, or one assertion used twice, is refused), atomically.
+      if (!(await recordPasskeyUse(db, { id: passkeyId, counter: info.newCounter, backedUp: info.credentialBackedUp, now: clock.now() }))) {
+        throw refused('counter_not_increased', client, user.id);
+      }
+      // Created only while the password hash is the one read with the passkey: a session started
+      // during a password reset (which ends every session) cannot outlive it.
+      const issued = await sessions.startSession(user, { checkedHash: user.password_hash, amr: PASSKEY_AMR, client });
+      if (issued === undefined) throw refused('account_changed', client, user.id);
+      await limiter.forgive(rules.signInPerIp, ip);
+      metrics.passkeySignIn('success');
+      return { ...issued, user };
+    },
+  };
+}
