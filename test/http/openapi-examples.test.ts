@@ -20,6 +20,8 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { AJV_OPTIONS } from '../../src/app.js';
 import { hmacSha256 } from '../../src/crypto/secrets.js';
 import { normalizeEmail } from '../../src/modules/users/identifiers.js';
+import { registrationOptions, signInOptions, withPasskey } from '../helpers/passkeys.js';
+import { SoftwareAuthenticator } from '../helpers/webauthn.js';
 import { createTestContext, type TestContext } from '../helpers/context.js';
 import { createVerifiedUser, latestCode, PASSWORD, postJson, setCookies, signIn, uniqueName } from '../helpers/flows.js';
 import { stepAt, totpForStep } from '../helpers/totp.js';
@@ -159,6 +161,11 @@ interface Prepared {
    * its schema above). Used by the operations that take a TOTP code only.
    */
   readonly totpCode?: string;
+  /**
+   * The body to send in place of the example: a WebAuthn response signs a challenge that is used
+   * once, so no fixed example can be a live one (the example is still checked against its schema).
+   */
+  readonly body?: Json;
 }
 
 type Fixture = (ctx: TestContext, example: RequestExample) => Promise<Prepared>;
@@ -313,6 +320,27 @@ const FIXTURES: Record<string, Fixture> = {
     const challenge = setCookies(res).find((c) => c.name === 'mfa_challenge')!.value;
     return { headers: { cookie: `mfa_challenge=${challenge}` }, ...(liveCode === undefined ? {} : { totpCode: liveCode }) };
   },
+  passkeySignInOptions: nothing,
+  signInWithPasskey: async (ctx) => {
+    const { authenticator } = await withPasskey(ctx);
+    const { options, cookie } = await signInOptions(ctx);
+    return { headers: { cookie: `webauthn_challenge=${cookie}` }, body: { response: authenticator.get(options) } };
+  },
+  passkeyRegistrationOptions: bearer,
+  registerPasskey: async (ctx, example) => {
+    const { session } = await signedIn(ctx, example);
+    const options = await registrationOptions(ctx, session.accessToken);
+    return { headers: { authorization: `Bearer ${session.accessToken}` }, body: { ...example.body, response: new SoftwareAuthenticator().create(options) } };
+  },
+  listPasskeys: bearer,
+  renamePasskey: async (ctx) => {
+    const { session, passkey } = await withPasskey(ctx);
+    return { headers: { authorization: `Bearer ${session.accessToken}` }, params: { passkey_id: passkey.id } };
+  },
+  deletePasskey: async (ctx) => {
+    const { session, passkey } = await withPasskey(ctx);
+    return { headers: { authorization: `Bearer ${session.accessToken}` }, params: { passkey_id: passkey.id } };
+  },
   getJwks: nothing,
   getLiveness: nothing,
   getReadiness: nothing,
@@ -364,7 +392,7 @@ describe('every request example, sent to the service with the state it needs, ge
       method: op.method.toUpperCase() as 'GET',
       url: `${path}${query}`,
       headers: { ...(example.body === undefined ? {} : { 'content-type': 'application/json' }), ...prepared.headers },
-      ...(example.body === undefined ? {} : { payload: prepared.totpCode === undefined ? example.body : { ...example.body, code: prepared.totpCode } }),
+      ...(example.body === undefined ? {} : { payload: prepared.body ?? (prepared.totpCode === undefined ? example.body : { ...example.body, code: prepared.totpCode }) }),
     });
     const status = documentedStatus(op.operation);
     expect(res.statusCode, res.body).toBe(status);

@@ -31,7 +31,7 @@ const ALWAYS = ['500', '503'];
  * reads a JSON body, 429 where a rate limit applies (docs/api.md#rate-limits), and the POST form
  * of verify-email with the GET form's codes (docs/api.md#verify-email-post: same semantics).
  */
-const EXPECTED: Record<string, { statuses: string[]; security?: 'bearerAuth' | 'refreshCookie' | 'mfaChallengeCookie' }> = {
+const EXPECTED: Record<string, { statuses: string[]; security?: 'bearerAuth' | 'refreshCookie' | 'mfaChallengeCookie' | 'webauthnChallengeCookie' }> = {
   'post /auth/v0/sign-up': { statuses: ['201', '400', '409', '413', '429'] },
   'get /auth/v0/verify-email': { statuses: ['204', '400', '404', '410', '429'] },
   'post /auth/v0/verify-email': { statuses: ['204', '400', '404', '410', '413', '429'] },
@@ -48,6 +48,13 @@ const EXPECTED: Record<string, { statuses: string[]; security?: 'bearerAuth' | '
   'post /auth/v0/mfa/totp/enable': { statuses: ['200', '400', '401', '409', '413', '429'], security: 'bearerAuth' },
   'post /auth/v0/mfa/totp/disable': { statuses: ['204', '400', '401', '413', '429'], security: 'bearerAuth' },
   'post /auth/v0/mfa/recovery-codes': { statuses: ['200', '400', '401', '413', '429'], security: 'bearerAuth' },
+  'post /auth/v0/sign-in/passkey/options': { statuses: ['200'] },
+  'post /auth/v0/sign-in/passkey': { statuses: ['200', '400', '401', '403', '413', '429'], security: 'webauthnChallengeCookie' },
+  'post /auth/v0/passkeys/registration/options': { statuses: ['200', '401', '409'], security: 'bearerAuth' },
+  'post /auth/v0/passkeys/registration': { statuses: ['201', '400', '401', '409', '413'], security: 'bearerAuth' },
+  'get /auth/v0/passkeys': { statuses: ['200', '401'], security: 'bearerAuth' },
+  'patch /auth/v0/passkeys/{passkey_id}': { statuses: ['200', '400', '401', '403', '404', '413'], security: 'bearerAuth' },
+  'delete /auth/v0/passkeys/{passkey_id}': { statuses: ['204', '401', '403', '404'], security: 'bearerAuth' },
   'post /auth/v0/change-email': { statuses: ['204', '400', '401', '409', '413', '429'], security: 'bearerAuth' },
   'post /auth/v0/change-email/confirm': { statuses: ['200', '400', '401', '409', '410', '413', '429'], security: 'bearerAuth' },
   'get /auth/v0/me': { statuses: ['200', '401'], security: 'bearerAuth' },
@@ -64,11 +71,12 @@ const EXPECTED: Record<string, { statuses: string[]; security?: 'bearerAuth' | '
 /** The tags of the reference page in the order a user meets them, and the operations under each, in order. */
 const TAG_OPERATIONS: [string, string[]][] = [
   ['Sign-up and verification', ['signUp', 'verifyEmail', 'verifyEmailWithBody', 'resendVerification']],
-  ['Sign-in and tokens', ['signIn', 'refresh', 'logout', 'signInMfa']],
+  ['Sign-in and tokens', ['signIn', 'refresh', 'logout', 'signInMfa', 'passkeySignInOptions', 'signInWithPasskey']],
   ['Account recovery', ['requestPasswordReset', 'confirmPasswordReset']],
   ['Sessions', ['listSessions', 'revokeAllSessions', 'revokeSession']],
   ['Account', ['getMe', 'changePassword', 'changeEmail', 'confirmEmailChange', 'deleteAccount']],
   ['Second factor', ['setUpTotp', 'enableTotp', 'disableTotp', 'regenerateRecoveryCodes']],
+  ['Passkeys', ['passkeyRegistrationOptions', 'registerPasskey', 'listPasskeys', 'renamePasskey', 'deletePasskey']],
   ['Keys', ['getJwks']],
   ['Operations', ['getLiveness', 'getReadiness', 'getMetrics', 'getOpenApiDocument']],
 ];
@@ -154,11 +162,12 @@ describe('GET /auth/v0/openapi.json', () => {
     expect(inOrder.map((o) => o.operationId)).toEqual(TAG_OPERATIONS.flatMap(([, ids]) => ids));
   });
 
-  it('declares bearerAuth (JWT), refreshCookie (refresh_token) and mfaChallengeCookie (mfa_challenge) and uses them on exactly the right operations', () => {
+  it('declares bearerAuth (JWT) and the refresh_token, mfa_challenge and webauthn_challenge cookies and uses them on exactly the right operations', () => {
     expect(document.components.securitySchemes).toEqual({
       bearerAuth: expect.objectContaining({ type: 'http', scheme: 'bearer', bearerFormat: 'JWT' }),
       refreshCookie: expect.objectContaining({ type: 'apiKey', in: 'cookie', name: 'refresh_token' }),
       mfaChallengeCookie: expect.objectContaining({ type: 'apiKey', in: 'cookie', name: 'mfa_challenge' }),
+      webauthnChallengeCookie: expect.objectContaining({ type: 'apiKey', in: 'cookie', name: 'webauthn_challenge' }),
     });
     expect(document.security).toBeUndefined();
     for (const [key, operation] of operations(document)) {

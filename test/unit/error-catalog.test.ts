@@ -15,6 +15,7 @@ describe('error catalog (docs/api.md#error-codes)', () => {
     expect(byStatus(401)).toEqual([
       'auth.invalid_access_token', 'auth.invalid_credentials', 'auth.invalid_current_password',
       'auth.mfa.challenge_expired', 'auth.mfa.invalid_code', 'auth.mfa.missing_challenge',
+      'auth.passkeys.invalid_response', 'auth.passkeys.missing_challenge',
       'auth.missing_access_token', 'auth.missing_refresh_token', 'auth.invalid_refresh_token', 'auth.refresh_token_reused',
     ].sort());
     expect(byStatus(410)).toEqual([
@@ -22,7 +23,12 @@ describe('error catalog (docs/api.md#error-codes)', () => {
       'auth.password_reset.code_expired', 'auth.password_reset.code_mismatch', 'auth.password_reset.too_many_attempts',
       'auth.verify_email.code_expired', 'auth.verify_email.code_mismatch', 'auth.verify_email.too_many_attempts',
     ]);
-    expect(byStatus(409)).toEqual(['auth.change_email.email_taken', 'auth.mfa.already_enabled', 'auth.sign_up.email_taken', 'auth.sign_up.phone_taken', 'auth.sign_up.username_taken']);
+    expect(byStatus(409)).toEqual([
+      'auth.change_email.email_taken', 'auth.mfa.already_enabled', 'auth.passkeys.limit_reached',
+      'auth.sign_up.email_taken', 'auth.sign_up.phone_taken', 'auth.sign_up.username_taken',
+    ]);
+    expect(byStatus(403)).toEqual(['auth.email_not_verified', 'auth.mfa_required', 'auth.passkeys.forbidden', 'auth.session_forbidden']);
+    expect(byStatus(404)).toEqual(['auth.passkeys.not_found', 'auth.session_not_found', 'auth.verify_email.user_not_found', 'request.not_found']);
   });
 
   it('a code two entries share is told apart by its status (password reset, email change: 429 rate limit, 410 dead code)', () => {

@@ -41,7 +41,7 @@ export function passkeysRoutes(deps: { passkeys: PasskeysService; sessions: Sess
           operationId: 'passkeyRegistrationOptions',
           tags,
           security: [{ bearerAuth: [] }],
-          response: { 200: CreationOptionsSchema, ...errorResponses(400, 401, 409) },
+          response: { 200: CreationOptionsSchema, ...errorResponses(401, 409) },
         },
       },
       async (request) => passkeys.registrationOptions(callerOf(request).user),
@@ -129,7 +129,7 @@ export function passkeysRoutes(deps: { passkeys: PasskeysService; sessions: Sess
           summary: 'Options for navigator.credentials.get() (discoverable credential); sets the webauthn_challenge cookie',
           operationId: 'passkeySignInOptions',
           tags: [TAGS.signIn.name],
-          response: { 200: RequestOptionsSchema, ...errorResponses(400) },
+          response: { 200: RequestOptionsSchema, ...errorResponses() },
         },
       },
       async (_request, reply) => {

@@ -17,6 +17,55 @@ const EXAMPLE_PASSKEY = {
   last_used_at: '2026-03-04T18:40:12.000Z',
 };
 
+/**
+ * Examples of the OpenAPI document: a registration and an assertion of a software authenticator
+ * for `http://localhost:3000` (no example can be a live one: each signs a challenge used once).
+ */
+const EXAMPLE_REGISTRATION_RESPONSE = {
+  'id': '_V_Z6NYEB5DIq9RwxHtGzg',
+  'rawId': '_V_Z6NYEB5DIq9RwxHtGzg',
+  'response': {
+    'clientDataJSON': 'eyJ0eXBlIjoid2ViYXV0aG4uY3JlYXRlIiwiY2hhbGxlbmdlIjoieE9qdXBNRjVJSWhaeld6UHljMzVWWWpmMEthN3RXMzVBYm85LTR4ZmJvcyIsIm9yaWdpbiI6Imh0dHA6Ly9sb2NhbGhvc3Q6MzAwMCIsImNyb3NzT3JpZ2luIjpmYWxzZX0',
+    'attestationObject': 'o2NmbXRkbm9uZWdhdHRTdG10oGhhdXRoRGF0YViUSZYN5YgOjGh0NBcPZHZgW4_krrmihjLHmVzzuoMdl2NFAAAAAAAAAAAAAAAAAAAAAAAAAAAAEP1f2ejWBAeQyKvUcMR7Rs6lAQIDJiABIVggAxkx415LIdIx-KqWIn6TF4M5DNqEIwxdlOZEJ189yMkiWCCGaup1OTmp_18sl_YQVHrwq03f-LaBtqgmhU6HwNVGAQ',
+    'transports': [
+      'internal'
+    ]
+  },
+  'clientExtensionResults': {},
+  'type': 'public-key',
+  'authenticatorAttachment': 'platform'
+};
+const EXAMPLE_AUTHENTICATION_RESPONSE = {
+  'id': '_V_Z6NYEB5DIq9RwxHtGzg',
+  'rawId': '_V_Z6NYEB5DIq9RwxHtGzg',
+  'response': {
+    'clientDataJSON': 'eyJ0eXBlIjoid2ViYXV0aG4uZ2V0IiwiY2hhbGxlbmdlIjoiV0FfSk1Ba1B1ZVVwRjVlRV94Vksyb0t5aGFkR0ZuQnpDV2NOYW5zNWhKUSIsIm9yaWdpbiI6Imh0dHA6Ly9sb2NhbGhvc3Q6MzAwMCIsImNyb3NzT3JpZ2luIjpmYWxzZX0',
+    'authenticatorData': 'SZYN5YgOjGh0NBcPZHZgW4_krrmihjLHmVzzuoMdl2MFAAAAAQ',
+    'signature': 'MEYCIQDAk_4E651DPPqXpxAeI_RmfGJrskvUF4HSlJGTSG6aMQIhAMD5xeSZR8aemdIEETjgszDYptHsgeiJS2vz_TdA-dzl',
+    'userHandle': 'q0b4tX0mWQeQ3H1uK3V7lYxq8cRk2y7v8J5j0s1Zp4E'
+  },
+  'clientExtensionResults': {},
+  'type': 'public-key',
+  'authenticatorAttachment': 'platform'
+};
+const EXAMPLE_CREATION_OPTIONS = {
+  challenge: 'xOjupMF5IIhZzWzPyc35VYjf0Ka7tW35Abo9-4xfbos',
+  rp: { name: 'Latchkey', id: 'localhost' },
+  user: { id: 'q0b4tX0mWQeQ3H1uK3V7lYxq8cRk2y7v8J5j0s1Zp4E', name: 'alice@example.com', displayName: 'alice' },
+  pubKeyCredParams: [
+    { alg: -8, type: 'public-key' },
+    { alg: -7, type: 'public-key' },
+    { alg: -257, type: 'public-key' },
+  ],
+  timeout: 300000,
+  attestation: 'none',
+  excludeCredentials: [],
+  authenticatorSelection: { residentKey: 'required', userVerification: 'required', requireResidentKey: true },
+  extensions: { credProps: true },
+  hints: [],
+};
+const EXAMPLE_REQUEST_OPTIONS = { rpId: 'localhost', challenge: 'WA_JMAkPueUpF5eE_xVK2oKyhadGFnBzCWcNans5hJQ', timeout: 300000, userVerification: 'required' };
+
 const Base64Url = Type.String({ pattern: '^[A-Za-z0-9_-]*$', maxLength: MAX_BASE64URL_LENGTH });
 const strict = { additionalProperties: false } as const;
 /** Extension inputs and outputs: open-ended by design (W3C WebAuthn Level 3 §9). */
@@ -95,14 +144,14 @@ const AuthenticationResponseJson = credentialJson(
 /** PasskeyRegistrationRequest (docs/api.md#register-a-passkey). */
 export const PasskeyRegistrationRequestSchema = Type.Object(
   { response: RegistrationResponseJson, name: Type.Optional(PasskeyName) },
-  { title: 'PasskeyRegistrationRequest', ...strict },
+  { title: 'PasskeyRegistrationRequest', ...strict, examples: [{ response: EXAMPLE_REGISTRATION_RESPONSE, name: 'Laptop' }] },
 );
 
 /** PasskeyRenameRequest (docs/api.md#rename-a-passkey). */
 export const PasskeyRenameRequestSchema = Type.Object({ name: PasskeyName }, { title: 'PasskeyRenameRequest', ...strict, examples: [{ name: 'Work laptop' }] });
 
 /** PasskeySignInRequest (docs/api.md#sign-in-with-a-passkey). */
-export const PasskeySignInRequestSchema = Type.Object({ response: AuthenticationResponseJson }, { title: 'PasskeySignInRequest', ...strict });
+export const PasskeySignInRequestSchema = Type.Object({ response: AuthenticationResponseJson }, { title: 'PasskeySignInRequest', ...strict, examples: [{ response: EXAMPLE_AUTHENTICATION_RESPONSE }] });
 
 /** The path parameter of one passkey; any string, so a malformed id answers 404 like an unknown one. */
 export const PasskeyParamsSchema = Type.Object({ passkey_id: Type.String() }, strict);
@@ -126,7 +175,7 @@ export const CreationOptionsSchema = Type.Object(
     extensions: Extensions,
     hints: Type.Array(Type.String()),
   },
-  { title: 'PublicKeyCredentialCreationOptionsJSON', ...strict },
+  { title: 'PublicKeyCredentialCreationOptionsJSON', ...strict, examples: [EXAMPLE_CREATION_OPTIONS] },
 );
 /** What {@link CreationOptionsSchema} describes. */
 export type CreationOptions = Static<typeof CreationOptionsSchema>;
@@ -134,7 +183,7 @@ export type CreationOptions = Static<typeof CreationOptionsSchema>;
 /** PublicKeyCredentialRequestOptionsJSON, as the service answers it (docs/api.md#sign-in-options). */
 export const RequestOptionsSchema = Type.Object(
   { rpId: Type.String(), challenge: Base64Url, timeout: Type.Integer(), userVerification: Type.Literal('required') },
-  { title: 'PublicKeyCredentialRequestOptionsJSON', ...strict },
+  { title: 'PublicKeyCredentialRequestOptionsJSON', ...strict, examples: [EXAMPLE_REQUEST_OPTIONS] },
 );
 /** What {@link RequestOptionsSchema} describes. */
 export type RequestOptions = Static<typeof RequestOptionsSchema>;
