@@ -338,6 +338,23 @@ describe('account lifecycle', () => {
   });
 });
 
+describe('retention', () => {
+  it('the retention worker deletes expired challenges and keeps live ones', async () => {
+    const user = await createVerifiedUser(ctx);
+    const { accessToken } = await signIn(ctx, { username: user.username, password: PASSWORD });
+    await ctx.db.query('DELETE FROM webauthn_challenges');
+    await registrationOptions(ctx, accessToken);
+    await signInOptions(ctx);
+    ctx.clock.advance(301);
+    const live = await registrationOptions(ctx, accessToken);
+    const liveSignIn = await signInOptions(ctx);
+    const report = await ctx.app.retention.runOnce();
+    expect(report.webauthnChallenges).toBe(2);
+    const { rows } = await ctx.db.query<{ challenge: string }>('SELECT challenge FROM webauthn_challenges ORDER BY challenge');
+    expect(rows.map((r) => r.challenge)).toEqual([live.challenge, liveSignIn.options.challenge].sort());
+  });
+});
+
 describe('metrics and log', () => {
   it('counts sign-ins and changes; no assertion, challenge or cookie reaches the log', async () => {
     const { authenticator } = await withPasskey(ctx);

@@ -113,6 +113,17 @@ export async function purgeExpiredMfaChallenges(q: Queryable, before: Date, limi
 }
 
 /**
+ * Deletes up to `limit` passkey challenges that expired before `before` (index
+ * `webauthn_challenges_expires_idx`): options asked for and never answered. A used challenge is
+ * deleted when it is used.
+ * @returns how many challenges were deleted.
+ */
+export async function purgeExpiredWebauthnChallenges(q: Queryable, before: Date, limit: number): Promise<number> {
+  const { rowCount } = await q.query(batchedDeleteSql('webauthn_challenges', { ended: 'expires_at' }), [before, limit]);
+  return rowCount;
+}
+
+/**
  * Deletes up to `limit` sent or cancelled outbox rows queued before `before` (index
  * `email_outbox_finished_idx`). A row is finished at most one code lifetime after it was
  * queued (the worker cancels a row whose code expired), so its queueing time stands for its end.
