@@ -167,3 +167,30 @@ describe('loadConfig: PASSWORD_BREACH_CHECK and PASSWORD_BREACH_API_URL (README 
     expect(problems.join('\n')).toMatch(/PASSWORD_BREACH_CHECK[\s\S]*PASSWORD_BREACH_API_URL/);
   });
 });
+
+describe('loadConfig: WEBAUTHN_RP_ID, WEBAUTHN_RP_NAME, WEBAUTHN_ORIGINS (docs/integration.md#passkeys)', () => {
+  it('defaults to localhost, Latchkey and http://localhost:3000', () => {
+    expect(loadConfig({}).webauthn).toEqual({ rpId: 'localhost', rpName: 'Latchkey', origins: ['http://localhost:3000'] });
+  });
+
+  it('reads a domain and its https origins, subdomains included, comma-separated', () => {
+    expect(loadConfig({ WEBAUTHN_RP_ID: 'example.com', WEBAUTHN_RP_NAME: 'Example', WEBAUTHN_ORIGINS: 'https://example.com, https://app.example.com:8443' }).webauthn).toEqual({
+      rpId: 'example.com',
+      rpName: 'Example',
+      origins: ['https://example.com', 'https://app.example.com:8443'],
+    });
+  });
+
+  it.each([
+    ['an RP ID with a scheme', { WEBAUTHN_RP_ID: 'https://example.com', WEBAUTHN_ORIGINS: 'https://example.com' }, /WEBAUTHN_RP_ID: expected a domain/],
+    ['an RP ID with a port', { WEBAUTHN_RP_ID: 'example.com:443', WEBAUTHN_ORIGINS: 'https://example.com' }, /WEBAUTHN_RP_ID: expected a domain/],
+    ['an origin on another domain', { WEBAUTHN_RP_ID: 'example.com', WEBAUTHN_ORIGINS: 'https://example.org' }, /WEBAUTHN_ORIGINS: "https:\/\/example.org" is not on WEBAUTHN_RP_ID/],
+    ['an origin that only ends like the RP ID', { WEBAUTHN_RP_ID: 'example.com', WEBAUTHN_ORIGINS: 'https://badexample.com' }, /is not on WEBAUTHN_RP_ID/],
+    ['http:// other than localhost', { WEBAUTHN_RP_ID: 'example.com', WEBAUTHN_ORIGINS: 'http://example.com' }, /WEBAUTHN_ORIGINS: expected origins/],
+    ['an origin with a path', { WEBAUTHN_ORIGINS: 'http://localhost:3000/app' }, /WEBAUTHN_ORIGINS: expected origins/],
+    ['an origin with a trailing slash', { WEBAUTHN_ORIGINS: 'http://localhost:3000/' }, /WEBAUTHN_ORIGINS: expected origins/],
+    ['no origin', { WEBAUTHN_ORIGINS: ' , ' }, /WEBAUTHN_ORIGINS: at least one origin/],
+  ])('refuses %s', (_name, env, message) => {
+    expect(() => loadConfig(env)).toThrow(message);
+  });
+});
