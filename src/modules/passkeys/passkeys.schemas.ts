@@ -158,7 +158,7 @@ export const PasskeyParamsSchema = Type.Object({ passkey_id: Type.String() }, st
 
 const CredentialDescriptor = Type.Object({ id: Base64Url, type: Type.Literal('public-key'), transports: Type.Optional(Transports) }, strict);
 
-/** PublicKeyCredentialCreationOptionsJSON, as the service answers it (docs/api.md#registration-options). */
+/** PublicKeyCredentialCreationOptionsJSON, as the service answers it (docs/api.md#passkey-registration-options). */
 export const CreationOptionsSchema = Type.Object(
   {
     challenge: Base64Url,
@@ -180,7 +180,7 @@ export const CreationOptionsSchema = Type.Object(
 /** What {@link CreationOptionsSchema} describes. */
 export type CreationOptions = Static<typeof CreationOptionsSchema>;
 
-/** PublicKeyCredentialRequestOptionsJSON, as the service answers it (docs/api.md#sign-in-options). */
+/** PublicKeyCredentialRequestOptionsJSON, as the service answers it (docs/api.md#passkey-sign-in-options). */
 export const RequestOptionsSchema = Type.Object(
   { rpId: Type.String(), challenge: Base64Url, timeout: Type.Integer(), userVerification: Type.Literal('required') },
   { title: 'PublicKeyCredentialRequestOptionsJSON', ...strict, examples: [EXAMPLE_REQUEST_OPTIONS] },
