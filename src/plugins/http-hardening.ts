@@ -6,7 +6,7 @@ import { ERROR_CATALOG } from '../errors.js';
 import { sendError } from './error-handler.js';
 
 /** The HTTP methods of the interface (docs/api.md#operations): what a CORS preflight may ask for. */
-export const CORS_METHODS: readonly string[] = ['GET', 'HEAD', 'POST', 'DELETE'];
+export const CORS_METHODS: readonly string[] = ['GET', 'HEAD', 'POST', 'PATCH', 'DELETE'];
 
 /** The JSON content type of every body this service writes. */
 const JSON_CONTENT_TYPE = 'application/json; charset=utf-8';

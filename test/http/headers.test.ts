@@ -430,6 +430,8 @@ describe('CORS', () => {
     ['DELETE', '/auth/v0/sessions', 'authorization'],
     ['DELETE', '/auth/v0/sessions/00000000-0000-4000-8000-000000000000', 'authorization'],
     ['POST', '/auth/v0/change-password', 'authorization, content-type'],
+    ['PATCH', '/auth/v0/passkeys/00000000-0000-4000-8000-000000000000', 'authorization, content-type'],
+    ['POST', '/auth/v0/sign-in/passkey', 'content-type'],
   ])('preflight from the allowed origin for %s %s: that origin, credentials, the method and headers allowed', async (method, url, requestHeaders) => {
     const res = await preflight(corsApp, url, ALLOWED_ORIGIN, method, requestHeaders);
     expect(res.statusCode).toBe(204);
