@@ -63,7 +63,7 @@ const NOTICE_TEXT: Record<SecurityNoticeKind, { subject: string; happened: strin
   },
   account_deleted: {
     subject: 'Your account was deleted',
-    happened: 'Your account was deleted, with its sessions, devices and codes, its count of failed sign-ins, and the service\'s copies of earlier emails to this address. Its username and this address can be used for a new sign-up. The service keeps this notice (this address, the username, and the time, IP address and user agent above) for its email retention period, then deletes it.',
+    happened: 'Your account was deleted, with its sessions, devices, codes, second factor and passkeys, its count of failed sign-ins, and the service\'s copies of earlier emails to this address. Its username and this address can be used for a new sign-up. The service keeps this notice (this address, the username, and the time, IP address and user agent above) for its email retention period, then deletes it.',
     ifNotYou: 'If you did not do this, someone else knew your password: contact support, and change that password wherever else you use it.',
   },
   mfa_enabled: {
