@@ -7,10 +7,12 @@ export class LatchkeyError extends Error {
   /**
    * The service's `code` (docs/api.md#error-codes), such as `auth.invalid_credentials`; or
    * `client.network_error` when no answer arrived (status 0), or `client.unexpected_response`
-   * for an answer without an Error body.
+   * for an answer without an Error body; or, for a passkey ceremony the browser did not complete
+   * (status 0), `client.passkey_unsupported`, `client.passkey_cancelled`, `client.passkey_exists`
+   * or `client.passkey_failed`.
    */
   readonly code: string;
-  /** The HTTP status; 0 when no answer arrived. */
+  /** The HTTP status; 0 when no answer arrived, or when the browser stopped before asking (`client.passkey_*`). */
   readonly status: number;
   /** `Retry-After` in seconds (on 429 and some 503), or null. Cross-origin, only when the service exposes it. */
   readonly retryAfter: number | null;

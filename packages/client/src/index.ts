@@ -1,11 +1,13 @@
 /**
  * @latchkey/client: the browser side of Latchkey. One typed function per operation of the
  * service (docs/api.md#operations), the access token in memory only, `client.fetch` for the
- * app's own APIs, and refresh coordinated across the origin's tabs (token-keeper.ts).
+ * app's own APIs, and refresh coordinated across the origin's tabs (token-keeper.ts). The
+ * passkey ceremonies (passkeys.ts, with @simplewebauthn/browser) are imported on first use.
  */
+import type { PublicKeyCredentialCreationOptionsJSON, PublicKeyCredentialRequestOptionsJSON } from '@simplewebauthn/browser';
 import { errorOf, LatchkeyError, networkError } from './errors.js';
 import { stateOf, TokenKeeper } from './token-keeper.js';
-import type { ClientEvents, JwksResponse, MeResponse, Session, SignInRequest, SignInResponse, SignUpRequest, User } from './types.js';
+import type { ClientEvents, JwksResponse, MeResponse, Passkey, Session, SignInRequest, SignInResponse, SignUpRequest, User } from './types.js';
 
 export { LatchkeyError } from './errors.js';
 export type * from './types.js';
@@ -93,6 +95,38 @@ export interface LatchkeyClient {
   revokeAllSessions(): Promise<void>;
   /** docs/api.md#revoke-one-session (204); revoking this tab's own session signs every tab out. */
   revokeSession(sessionId: string): Promise<void>;
+  /**
+   * docs/api.md#passkeys: registers a passkey of the signed-in user (W3C WebAuthn Level 3
+   * registration ceremony). Asks the service for creation options, has the browser create the
+   * credential (its prompt: call this from a click or another user gesture), and sends the
+   * response with the optional `name` (at most 64 characters). Resolves to the new passkey (201).
+   * Throws the service's LatchkeyError (such as `auth.passkeys.limit_reached`, 409, or
+   * `auth.passkeys.validation_failed`, 400, for a response that does not verify), or with status 0
+   * `client.passkey_unsupported` (no WebAuthn here: an old browser, or not a secure context),
+   * `client.passkey_cancelled` (the prompt was dismissed or timed out), `client.passkey_exists`
+   * (this authenticator already holds a passkey of the account), `client.passkey_failed`.
+   */
+  registerPasskey(options?: { name?: string }): Promise<{ passkey: Passkey }>;
+  /**
+   * docs/api.md#passkeys: signs in with a passkey (W3C WebAuthn Level 3 authentication
+   * ceremony, a discoverable credential: no username is asked). Gets request options (the
+   * browser keeps the challenge cookie), has the browser sign the challenge (its prompt: call this
+   * from a user gesture), and sends the assertion; then as signIn: keeps the access token, stores
+   * the refresh cookie, and signs in every tab. Throws the service's LatchkeyError (such as
+   * `auth.passkeys.invalid_response`, 401, for a passkey the service does not know or no longer
+   * has; `auth.sign_in.too_many_attempts`, 429, with `retryAfter`) or the `client.passkey_*`
+   * errors of registerPasskey (status 0).
+   */
+  signInWithPasskey(): Promise<SignInResponse>;
+  /** docs/api.md#passkeys (200): the signed-in user's passkeys. */
+  listPasskeys(): Promise<{ passkeys: Passkey[] }>;
+  /** docs/api.md#passkeys (200): renames a passkey (`name` at most 64 characters, or null to clear it). */
+  renamePasskey(passkeyId: string, name: string | null): Promise<{ passkey: Passkey }>;
+  /**
+   * docs/api.md#passkeys (204): deletes a passkey; it no longer signs in, though the
+   * authenticator keeps its credential (WebAuthn gives a page no way to delete it there).
+   */
+  deletePasskey(passkeyId: string): Promise<void>;
   /** docs/api.md#jwks (200). */
   jwks(): Promise<JwksResponse>;
   /** Stops timers and listeners and forgets the token (the session itself goes on). */
@@ -171,6 +205,21 @@ export function createClient(options: ClientOptions): LatchkeyClient {
     });
   }
 
+  /** passkeys.ts, imported once on first use; a failed import (a chunk that did not load) is client.network_error and is tried again next time. */
+  let ceremonies: Promise<typeof import('./passkeys.js')> | undefined;
+  /**
+   * The ceremony module, after checking that the browser has WebAuthn (`PublicKeyCredential`,
+   * which exists in secure contexts only): throws `client.passkey_unsupported` before any request.
+   */
+  function passkeys(): Promise<typeof import('./passkeys.js')> {
+    if (typeof PublicKeyCredential !== 'function') throw new LatchkeyError('client.passkey_unsupported', 'This browser does not support passkeys here (WebAuthn needs a secure context).', 0);
+    ceremonies ??= import('./passkeys.js').catch((err: unknown) => {
+      ceremonies = undefined;
+      throw networkError(err);
+    });
+    return ceremonies;
+  }
+
   const tokenOrigins = [globalThis.location?.origin, ...(options.apiOrigins ?? [])];
   const ready = options.restore === false ? Promise.resolve(false) : keeper.refresh().then((s) => s !== null, () => false);
 
@@ -228,6 +277,21 @@ export function createClient(options: ClientOptions): LatchkeyClient {
       await call('DELETE', `/sessions/${encodeURIComponent(sessionId)}`, undefined, true);
       if (own) keeper.signOut('session_revoked', true);
     },
+    async registerPasskey(options = {}) {
+      const loading = passkeys();
+      const [{ createCredential }, creation] = await Promise.all([loading, call<PublicKeyCredentialCreationOptionsJSON>('POST', '/passkeys/registration/options', undefined, true)]);
+      const response = await createCredential(creation);
+      return call('POST', '/passkeys/registration', options.name === undefined ? { response } : { response, name: options.name }, true);
+    },
+    async signInWithPasskey() {
+      const loading = passkeys();
+      const [{ getAssertion }, request] = await Promise.all([loading, call<PublicKeyCredentialRequestOptionsJSON>('POST', '/sign-in/passkey/options')]);
+      // The ceremony waits for the user: only the final request runs under the refresh lock.
+      return opening('/sign-in/passkey', { response: await getAssertion(request) });
+    },
+    listPasskeys: () => call('GET', '/passkeys', undefined, true),
+    renamePasskey: (passkeyId, name) => call('PATCH', `/passkeys/${encodeURIComponent(passkeyId)}`, { name }, true),
+    deletePasskey: (passkeyId) => call('DELETE', `/passkeys/${encodeURIComponent(passkeyId)}`, undefined, true),
     jwks: () => call('GET', '/.well-known/jwks.json'),
     close: () => keeper.close(),
   };

@@ -57,6 +57,18 @@ export interface MeResponse {
   session_id: string;
 }
 
+/**
+ * docs/api.md#passkeys, "The Passkey object": one WebAuthn credential of the user (W3C WebAuthn
+ * Level 3). `name` is the user's label (at most 64 characters) or null; timestamps are ISO 8601
+ * strings, `last_used_at` null until its first sign-in.
+ */
+export interface Passkey {
+  id: string;
+  name: string | null;
+  created_at: string;
+  last_used_at: string | null;
+}
+
 /** docs/api.md#jwks, 200: RFC 7517 public keys. */
 export interface JwksResponse {
   keys: Array<Record<string, unknown> & { kid: string; kty: string }>;
