@@ -1,19 +1,60 @@
 import { existsSync } from 'node:fs';
 import { createServer, request as httpRequest, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { createServer as createNetServer, type AddressInfo } from 'node:net';
 import path from 'node:path';
 import { build } from 'esbuild';
+import type { CDPSession } from 'playwright-core';
 import { latchkeyMiddleware } from '../../packages/verify/src/express.js';
 import { createVerifier } from '../../packages/verify/src/index.js';
 import { WallClock } from '../helpers/clock.js';
 import { createTestContext, type TestContext } from '../helpers/context.js';
 
-/** Debian's chromium package; test/e2e/demo.test.ts explains the flags. */
+/** A host name that is not localhost, for a page over plain HTTP that is no secure context (no WebAuthn, no Web Locks). */
+export const INSECURE_HOST = 'insecure.test';
+/**
+ * Debian's chromium package; test/e2e/demo.test.ts explains the flags. The pages are opened at
+ * `http://localhost:<port>` (a secure context, and a domain for WebAuthn's RP ID), and the
+ * tests reach loopback only: localhost, and INSECURE_HOST, resolve to 127.0.0.1, where the servers listen.
+ */
 export const CHROMIUM = '/usr/bin/chromium';
-export const CHROMIUM_ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'];
+export const CHROMIUM_ARGS = [
+  '--headless',
+  '--no-sandbox',
+  '--disable-gpu',
+  '--disable-quic',
+  '--no-first-run',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+  `--host-resolver-rules=MAP localhost 127.0.0.1, MAP ${INSECURE_HOST} 127.0.0.1`,
+];
 /** Without Chromium the browser tests are skipped, except in CI, where they must run (and fail). */
 export const SKIP_BROWSER = !existsSync(CHROMIUM) && !process.env.CI;
 
+/**
+ * A TCP port free on 127.0.0.1 now (the system's pick for port 0), for a server whose
+ * configuration must name its own origin before it listens (WEBAUTHN_ORIGINS).
+ */
+export async function freePort(): Promise<number> {
+  const probe = createNetServer();
+  await new Promise<void>((resolve, reject) => probe.once('error', reject).listen(0, '127.0.0.1', resolve));
+  const { port } = probe.address() as AddressInfo;
+  await new Promise((resolve) => probe.close(resolve));
+  return port;
+}
+
+/**
+ * The WebAuthn virtual authenticator of Chromium's DevTools protocol on one page: a platform
+ * authenticator (CTAP2, internal) that keeps discoverable credentials, verifies the user and
+ * answers at once, as a passkey provider would after the user's touch. Returns its id.
+ */
+export async function addVirtualAuthenticator(cdp: CDPSession): Promise<string> {
+  await cdp.send('WebAuthn.enable');
+  const { authenticatorId } = await cdp.send('WebAuthn.addVirtualAuthenticator', {
+    options: { protocol: 'ctap2', transport: 'internal', hasResidentKey: true, hasUserVerification: true, isUserVerified: true, automaticPresenceSimulation: true },
+  });
+  return authenticatorId;
+}
 const CLIENT_ENTRY = path.resolve(import.meta.dirname, '..', '..', 'packages', 'client', 'src', 'index.ts');
 
 /** @latchkey/client bundled for the browser, as an ES module (esbuild, from the sources). */
@@ -111,9 +152,25 @@ window.setVisibility = (state) => {
 };
 </script>`;
 
-/** Starts the service (real clock, `env` settings) behind a front door on a loopback port. */
+/**
+ * Starts the service (real clock, `env` settings) behind a front door on a loopback port. The
+ * front door listens first: the service's WEBAUTHN_ORIGINS is its origin (unless `env` sets it),
+ * the origin the browser puts in a passkey's client data.
+ */
 export async function startFrontDoor(env: Record<string, string>): Promise<FrontDoor> {
-  const ctx = await createTestContext(env, { clock: new WallClock() });
+  const server: Server = createServer((req, res) => handle(req, res));
+  // Every request on its own connection: a dropped one is one attempt, never retried by the browser on a reused socket.
+  server.keepAliveTimeout = 1;
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const origin = `http://localhost:${(server.address() as AddressInfo).port}`;
+
+  let ctx: TestContext;
+  try {
+    ctx = await createTestContext({ WEBAUTHN_ORIGINS: origin, ...env }, { clock: new WallClock() });
+  } catch (err) {
+    server.close();
+    throw err;
+  }
   await ctx.app.listen({ host: '127.0.0.1', port: 0 });
   const servicePort = (ctx.app.server.address() as AddressInfo).port;
   const clientJs = await bundleClient({ minify: false });
@@ -138,14 +195,18 @@ export async function startFrontDoor(env: Record<string, string>): Promise<Front
 
   const door: FrontDoor = {
     ctx,
-    origin: '',
+    origin,
     auth,
     api: [],
     mode: { kind: 'up' },
-    close: async () => {},
+    close: async () => {
+      server.closeAllConnections();
+      await new Promise((r) => server.close(r));
+      await ctx.close();
+    },
   };
 
-  const server: Server = createServer((req, res) => {
+  function handle(req: IncomingMessage, res: ServerResponse): void {
     const url = req.url ?? '/';
     if (url.startsWith('/auth/v0/')) {
       const refreshToken = /(?:^|;\s*)refresh_token=([^;]*)/.exec(req.headers.cookie ?? '')?.[1];
@@ -175,16 +236,7 @@ export async function startFrontDoor(env: Record<string, string>): Promise<Front
     } else {
       res.writeHead(404).end();
     }
-  });
-  // Every request on its own connection: a dropped one is one attempt, never retried by the browser on a reused socket.
-  server.keepAliveTimeout = 1;
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  (door as { origin: string }).origin = `http://localhost:${(server.address() as AddressInfo).port}`;
-  door.close = async () => {
-    server.closeAllConnections();
-    await new Promise((r) => server.close(r));
-    await ctx.close();
-  };
+  }
   return door;
 }
 

@@ -2,7 +2,7 @@ import { chromium, type Browser, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createVerifiedUser, emailChangeCode, latestCode, PASSWORD, resetCode, signIn, uniqueName } from '../helpers/flows.js';
 import { stepAt, totpForStep } from '../helpers/totp.js';
-import { CHROMIUM, CHROMIUM_ARGS, SKIP_BROWSER, startFrontDoor, type FrontDoor } from './browser-harness.js';
+import { addVirtualAuthenticator, CHROMIUM, CHROMIUM_ARGS, INSECURE_HOST, SKIP_BROWSER, startFrontDoor, type FrontDoor } from './browser-harness.js';
 
 /** What the page's `run(op, ...args)` gives back: the parsed body, or the LatchkeyError's fields. */
 type Outcome = { ok: unknown; error?: undefined } | { ok?: undefined; error: { name: string; code: string; message: string; status: number; retryAfter: number | null } };
@@ -132,6 +132,73 @@ describe.skipIf(SKIP_BROWSER)('@latchkey/client in Chromium: every operation of 
     expect(await run('logout')).toEqual({ ok: null });
   });
 
+  it("passkeys with Chromium's virtual authenticator: registered, listed, renamed, deleted; signInWithPasskey signs in every tab like signIn, with amr hwk and user; a deleted passkey signs in no more", async () => {
+    const user = await createUser();
+    const cdp = await page.context().newCDPSession(page);
+    const authenticatorId = await addVirtualAuthenticator(cdp);
+    const credentials = async () => (await cdp.send('WebAuthn.getCredentials', { authenticatorId })).credentials;
+    const other = await page.context().newPage();
+    try {
+      // Signed out: the service refuses before any ceremony.
+      expect(await run('registerPasskey')).toEqual(refused('auth.missing_access_token', 401));
+      expect(await credentials()).toEqual([]);
+
+      expect((await run('signIn', { username: user.username, password: PASSWORD })).ok).toBeDefined();
+      const created = await run('registerPasskey', { name: 'Laptop' });
+      expect(created).toEqual({ ok: { passkey: { id: expect.any(String), name: 'Laptop', created_at: expect.any(String), last_used_at: null } } });
+      const passkey = (created.ok as { passkey: { id: string; created_at: string } }).passkey;
+      // The authenticator holds one discoverable credential for the RP ID localhost.
+      const held = await credentials();
+      expect(held).toHaveLength(1);
+      expect(held[0]).toMatchObject({ isResidentCredential: true, rpId: 'localhost' });
+      // The same authenticator again: the browser refuses (the options exclude its credential), no request is made.
+      const before = door.auth.length;
+      expect(await run('registerPasskey', { name: 'Again' })).toEqual({ error: { name: 'LatchkeyError', code: 'client.passkey_exists', message: expect.any(String), status: 0, retryAfter: null } });
+      expect(door.auth.slice(before).map((r) => r.path)).toEqual(['/auth/v0/passkeys/registration/options']);
+      expect(await credentials()).toHaveLength(1);
+
+      expect(await run('listPasskeys')).toEqual({ ok: { passkeys: [created.ok && (created.ok as { passkey: unknown }).passkey] } });
+      expect(await run('renamePasskey', passkey.id, 'Work laptop')).toEqual({ ok: { passkey: expect.objectContaining({ id: passkey.id, name: 'Work laptop' }) } });
+      expect(await run('renamePasskey', passkey.id, null)).toEqual({ ok: { passkey: expect.objectContaining({ id: passkey.id, name: null }) } });
+      expect(await run('renamePasskey', passkey.id, 'x'.repeat(65))).toEqual(refused('auth.passkeys.validation_failed', 400));
+      expect(await run('renamePasskey', '00000000-0000-4000-8000-000000000000', 'Nothing')).toEqual(refused('auth.passkeys.not_found', 404));
+      expect(await run('logout')).toEqual({ ok: null });
+
+      // A passkey sign-in, no username asked: this tab and the other one are signed in.
+      await other.goto(`${door.origin}/app/`);
+      expect(await other.evaluate<boolean>('window.client.ready')).toBe(false);
+      const session = await run('signInWithPasskey');
+      expect(session.ok).toMatchObject({ user: { id: user.id, username: user.username }, session_id: expect.any(String), tokens: { access_token: expect.any(String) } });
+      const sessionId = (session.ok as { session_id: string }).session_id;
+      expect(await signedIn()).toBe(true);
+      expect(await page.evaluate<string>('window.client.sessionId')).toBe(sessionId);
+      expect(await page.evaluate<unknown>("window.events.filter((e) => e.name === 'signedIn').at(-1)")).toEqual({ name: 'signedIn', sessionId });
+      await expect.poll(() => other.evaluate<string | null>('window.client.sessionId')).toBe(sessionId);
+      const token = (await page.evaluate<string>('window.client.accessToken()')).split('.')[1]!;
+      expect((JSON.parse(Buffer.from(token, 'base64url').toString('utf8')) as { amr: string[] }).amr).toEqual(['hwk', 'user']);
+      expect(await run('me')).toEqual({ ok: { user: expect.objectContaining({ username: user.username }), session_id: sessionId } });
+      const used = ((await run('listPasskeys')).ok as { passkeys: { last_used_at: string | null }[] }).passkeys;
+      expect(used).toHaveLength(1);
+      expect(used[0]!.last_used_at).toEqual(expect.any(String));
+      // The refresh cookie was set: the session survives a refresh.
+      expect(await page.evaluate<boolean>('window.client.refresh()')).toBe(true);
+
+      // Deleted: gone from the list, a second delete is 404; the authenticator keeps its credential.
+      expect(await run('deletePasskey', passkey.id)).toEqual({ ok: null });
+      expect(await run('listPasskeys')).toEqual({ ok: { passkeys: [] } });
+      expect(await run('deletePasskey', passkey.id)).toEqual(refused('auth.passkeys.not_found', 404));
+      expect(await run('logout')).toEqual({ ok: null });
+      await expect.poll(() => other.evaluate<boolean>('window.client.signedIn')).toBe(false);
+      expect(await credentials()).toHaveLength(1);
+      expect(await run('signInWithPasskey')).toEqual(refused('auth.passkeys.invalid_response', 401));
+      expect(await signedIn()).toBe(false);
+    } finally {
+      await other.close();
+      await cdp.send('WebAuthn.removeVirtualAuthenticator', { authenticatorId });
+      await cdp.detach();
+    }
+  });
+
   it("client.fetch sends the access token to the page's origin only, not to another origin", async () => {
     await run('signIn', { username: (await createUser()).username, password: PASSWORD });
     const sameOrigin = await page.evaluate<number>("window.client.fetch('/api/data').then((r) => r.status)");
@@ -209,5 +276,23 @@ describe.skipIf(SKIP_BROWSER)('@latchkey/client in Chromium: every operation of 
       }
     });
     expect(outcome).toBe('LatchkeyError client.network_error 0');
+  });
+
+  it('a page that is not a secure context has no WebAuthn: the passkey ceremonies throw client.passkey_unsupported before any request', async () => {
+    // The same front door under a host name other than localhost: plain HTTP there is no secure context.
+    const insecure = await browser.newPage();
+    try {
+      await insecure.goto(`${door.origin.replace('localhost', INSECURE_HOST)}/app/`);
+      expect(await insecure.evaluate<boolean>('window.isSecureContext')).toBe(false);
+      expect(await insecure.evaluate<boolean>('window.client.ready')).toBe(false);
+      const before = door.auth.length;
+      for (const op of ['signInWithPasskey', 'registerPasskey']) {
+        const outcome = await insecure.evaluate(([o]) => (globalThis as unknown as { run(op: string): Promise<Outcome> }).run(o), [op] as const);
+        expect(outcome, op).toEqual({ error: { name: 'LatchkeyError', code: 'client.passkey_unsupported', message: expect.any(String), status: 0, retryAfter: null } });
+      }
+      expect(door.auth.length).toBe(before);
+    } finally {
+      await insecure.close();
+    }
   });
 });

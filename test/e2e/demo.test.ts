@@ -1,7 +1,6 @@
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import type { AddressInfo } from 'node:net';
 import { chromium, type BrowserContext, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ConfigError, loadConfig } from '../../src/config.js';
@@ -10,14 +9,16 @@ import { createTestContext, type TestContext } from '../helpers/context.js';
 import { codeNow, enrolled, nextStep } from '../helpers/mfa.js';
 import { totpQrSvg } from '../../src/modules/demo/demo.routes.js';
 import { createVerifiedUser, emailChangeCode, latestCode, postJson, refresh, resetCode, signIn, uniqueName, withBearer } from '../helpers/flows.js';
+import { addVirtualAuthenticator, freePort } from '../clients/browser-harness.js';
 
 /** Debian's chromium package (`apt-get install -y chromium`); .ci/run installs it. */
 const CHROMIUM = '/usr/bin/chromium';
 /**
  * Chromium flags for a root user in a sandbox with no outside network (the machine notes): no
- * sandbox, no GPU, and none of the background connections to Google that would be refused.
+ * sandbox, no GPU, and none of the background connections to Google that would be refused; and
+ * localhost resolved to 127.0.0.1, where the service listens.
  */
-const CHROMIUM_ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'];
+const CHROMIUM_ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--host-resolver-rules=MAP localhost 127.0.0.1'];
 /** How long one step of the page (a click and the request it makes) may take. */
 const STEP_TIMEOUT_MS = 15_000;
 const PASSWORD = 'correct horse battery staple';
@@ -106,12 +107,13 @@ describe.skipIf(SKIP_BROWSER)('the demo page in headless Chromium (refresh cooki
   const email = `${username}@example.test`;
 
   beforeAll(async () => {
-    ctx = await createTestContext({ DEMO_PAGE: 'true' });
-    await ctx.app.listen({ host: '127.0.0.1', port: 0 });
-    const { port } = ctx.app.server.address() as AddressInfo;
     // localhost, not 127.0.0.1: Chromium treats http://localhost as a secure context and keeps
-    // Secure cookies for it.
+    // Secure cookies for it, and WebAuthn takes it as the RP ID (a domain). The port is chosen
+    // first: the service's WEBAUTHN_ORIGINS names the page's origin.
+    const port = await freePort();
     origin = `http://localhost:${port}`;
+    ctx = await createTestContext({ DEMO_PAGE: 'true', WEBAUTHN_ORIGINS: origin });
+    await ctx.app.listen({ host: '127.0.0.1', port });
     ctx.app.server.on('request', (req: { url?: string; headers: { cookie?: string } }) => {
       serverSaw.push({ path: (req.url ?? '').split('?')[0]!, cookie: req.headers.cookie });
     });
@@ -482,6 +484,85 @@ describe.skipIf(SKIP_BROWSER)('the demo page in headless Chromium (refresh cooki
     }
     await page.setViewportSize({ width: 1280, height: 720 });
   }, 60_000);
+
+  it("passkeys with Chromium's virtual authenticator: added from the page after a password sign-in, listed, renamed; \"Sign in with a passkey\" signs in (amr hwk, user); once deleted, the credential the authenticator still holds is refused", async () => {
+    const cdp = await browser.newCDPSession(page);
+    const authenticatorId = await addVirtualAuthenticator(cdp);
+    const held = async () => (await cdp.send('WebAuthn.getCredentials', { authenticatorId })).credentials;
+    try {
+      // Sign up and verify on the page, then sign in with the password.
+      const name = uniqueName('pk');
+      const mail = `${name}@example.test`;
+      await page.goto(`${origin}/auth/v0/demo`);
+      await expect.poll(() => page.locator('#state').getAttribute('data-signed-in')).not.toBe('unknown');
+      await page.fill('#signup-username', name);
+      await page.fill('#signup-email', mail);
+      await page.fill('#signup-password', PASSWORD);
+      expect(await step('sign-up', () => page.click('#signup-submit'))).toBe(201);
+      await page.fill('#verify-code', await latestCode(ctx, mail));
+      expect(await step('verify-email', () => page.click('#verify-submit'))).toBe(204);
+      await page.fill('#signin-password', PASSWORD);
+      expect(await step('sign-in', () => page.click('#signin-submit'))).toBe(200);
+
+      // Add a named passkey: the table lists it, never used yet.
+      await page.fill('#passkey-name', 'Test laptop');
+      expect(await step('passkeys/registration', () => page.click('#passkey-add'))).toBe(201);
+      expect(await notice()).toEqual({ outcome: 'success', text: 'Passkey "Test laptop" added: it signs you in with no password.' });
+      expect(await page.inputValue('#passkey-name')).toBe('');
+      const rows = page.locator('#passkeys-list tr');
+      await expect.poll(() => rows.count()).toBe(1);
+      expect(await rows.first().locator('input.passkey-name').inputValue()).toBe('Test laptop');
+      expect(await rows.first().locator('td.last-used').textContent()).toBe('never');
+      expect(await held()).toHaveLength(1);
+      // Again from the same authenticator: the browser refuses it (the options exclude its credential), and the page says why.
+      expect(await step('passkeys/registration/options', () => page.click('#passkey-add'))).toBe(200);
+      expect(await notice()).toEqual({ outcome: 'error', text: 'Adding a passkey failed: This authenticator already holds a passkey for this account. (client.passkey_exists)' });
+      expect(await page.locator('#log li[data-op="passkeys/registration"]').count()).toBe(1);
+
+      // Rename it in place; the buttons are named after the passkey.
+      await rows.first().locator('input.passkey-name').fill('Work laptop');
+      expect(await step('rename passkey', () => page.getByRole('button', { name: 'Rename the passkey Test laptop' }).click())).toBe(200);
+      expect(await notice()).toEqual({ outcome: 'success', text: 'Passkey renamed to "Work laptop".' });
+      await expect.poll(() => page.getByRole('button', { name: 'Delete the passkey Work laptop' }).count()).toBe(1);
+      expect(await page.getByRole('textbox', { name: /^Name of the passkey created / }).inputValue()).toBe('Work laptop');
+
+      // Log out, then sign in with the passkey: no username, no password.
+      expect(await step('logout', () => page.click('#logout'))).toBe(204);
+      await page.fill('#signin-username', '');
+      const answer = page.waitForResponse((r) => new URL(r.url()).pathname === '/auth/v0/sign-in/passkey');
+      expect(await step('sign-in/passkey', () => page.click('#signin-passkey'))).toBe(200);
+      const body = (await (await answer).json()) as { user: { id: string }; session_id: string; tokens: { access_token: string } };
+      expect(await notice()).toEqual({ outcome: 'success', text: 'Signed in with a passkey.' });
+      expect(await page.locator('#state').textContent()).toBe(`Signed in as ${name} (${mail}): session ${body.session_id} (access token held in memory).`);
+      const claims = JSON.parse(Buffer.from(body.tokens.access_token.split('.')[1]!, 'base64url').toString('utf8')) as { amr: string[]; sid: string };
+      expect(claims).toMatchObject({ amr: ['hwk', 'user'], sid: body.session_id });
+      const { rows: sessions } = await ctx.db.query<{ amr: string[] }>('SELECT amr FROM sessions WHERE user_id = $1 AND revoked_at IS NULL', [body.user.id]);
+      expect(sessions.map((r) => r.amr)).toEqual([['hwk', 'user']]);
+      // The session works, and the refresh cookie came with it.
+      expect(await step('me', () => page.click('#me'))).toBe(200);
+      expect((await refreshCookie())?.value).toMatch(/^[A-Za-z0-9_-]{43}$/);
+      expect(await step('passkeys', () => page.click('#passkeys'))).toBe(200);
+      expect(await notice()).toEqual({ outcome: 'success', text: '1 passkey.' });
+      expect(await rows.first().locator('td.last-used').textContent()).not.toBe('never');
+
+      // Delete it: the table is empty; the authenticator still holds the credential.
+      expect(await step('delete passkey', () => page.getByRole('button', { name: 'Delete the passkey Work laptop' }).click())).toBe(204);
+      expect(await notice()).toMatchObject({ outcome: 'success' });
+      await expect.poll(() => rows.count()).toBe(0);
+      expect(await page.locator('#passkeys-empty').isVisible()).toBe(true);
+      expect(await step('logout', () => page.click('#logout'))).toBe(204);
+      expect(await held()).toHaveLength(1);
+
+      // A sign-in with it is refused, and the page shows the API's answer.
+      expect(await step('sign-in/passkey', () => page.click('#signin-passkey'))).toBe(401);
+      expect(await notice()).toEqual({ outcome: 'error', text: `Passkey sign-in failed: ${ERROR_CATALOG['auth.passkeys.invalid_response'].message} (auth.passkeys.invalid_response, HTTP 401)` });
+      expect(await page.locator('#state').textContent()).toBe('Signed out.');
+      expect(await page.locator('#state').getAttribute('data-signed-in')).toBe('false');
+    } finally {
+      await cdp.send('WebAuthn.removeVirtualAuthenticator', { authenticatorId });
+      await cdp.detach();
+    }
+  }, 90_000);
 });
 
 describe.skipIf(!SKIP_BROWSER)('the demo page in headless Chromium', () => {

@@ -47,11 +47,13 @@ export function demoPageHtml(options: { nonce: string; apiPrefix: string }): str
   .notice.fail { background: #fbeae8; border: 1px solid #e3a39c; }
   .sessions-box { margin-top: 0.8rem; }
   table { width: 100%; table-layout: fixed; border-collapse: collapse; font-size: 0.8rem; }
-  col.c-id { width: 13rem; } col.c-created { width: 10rem; } col.c-action { width: 5.5rem; }
+  col.c-id { width: 13rem; } col.c-created { width: 10rem; } col.c-action { width: 5.5rem; } col.c-actions { width: 10rem; }
   th, td { text-align: left; padding: 0.3rem 0.4rem; border-bottom: 1px solid #e4e7eb; vertical-align: top; overflow-wrap: anywhere; }
   td.id { font-family: ui-monospace, monospace; font-size: 0.75rem; }
   td .current { display: block; margin-top: 0.15rem; font-family: system-ui, sans-serif; color: #17692f; }
   td button { margin: 0; padding: 0.1rem 0.5rem; justify-self: start; }
+  td .actions { display: flex; flex-wrap: wrap; gap: 0.3rem; }
+  td input { padding: 0.15rem 0.4rem; }
   /* A narrow card: one block per session, each value under its label, nothing wider than the card. */
   @container (max-width: 40rem) {
     table, tbody, tr, td { display: block; }
@@ -102,6 +104,7 @@ served only when <code>DEMO_PAGE=true</code>.</p>
       <label for="signin-password">Password</label><input id="signin-password" type="password" autocomplete="current-password" required>
       <button id="signin-submit" type="submit">Sign in</button>
     </form>
+    <button id="signin-passkey" class="secondary" type="button">Sign in with a passkey</button>
     <form id="signin-mfa-form">
       <label for="signin-mfa-code">Code from the authenticator app, or a recovery code (when asked)</label><input id="signin-mfa-code" autocomplete="one-time-code" required>
       <button id="signin-mfa-submit" type="submit">Complete the sign-in</button>
@@ -171,6 +174,22 @@ served only when <code>DEMO_PAGE=true</code>.</p>
       <button id="totp-disable" class="secondary" type="submit">Turn off</button>
     </form>
   </section>
+  <section class="wide" id="passkeys-card">
+    <h2>8. Passkeys</h2>
+    <form id="passkey-add-form">
+      <label for="passkey-name">Name of the new passkey (optional)</label><input id="passkey-name" maxlength="64" autocomplete="off">
+      <button id="passkey-add" type="submit">Add a passkey</button>
+      <button id="passkeys" class="secondary" type="button">List passkeys</button>
+    </form>
+    <div class="sessions-box">
+      <table id="passkeys-table" hidden>
+        <colgroup><col class="c-name"><col class="c-created"><col class="c-created"><col class="c-actions"></colgroup>
+        <thead><tr><th>name</th><th>created</th><th>last used</th><th></th></tr></thead>
+        <tbody id="passkeys-list"></tbody>
+      </table>
+      <p id="passkeys-empty" class="info" hidden>No passkey yet.</p>
+    </div>
+  </section>
 </div>
 <h2>Requests</h2>
 <ol id="log" reversed></ol>
@@ -205,6 +224,9 @@ ${LATCHKEY_CLIENT_SCRIPT}
     $('state').textContent = text;
     $('sessions-table').hidden = true;
     $('sessions-list').replaceChildren();
+    $('passkeys-table').hidden = true;
+    $('passkeys-empty').hidden = true;
+    $('passkeys-list').replaceChildren();
   }
 
   /** The outcome of the last action: success only for a 2xx answer, otherwise what the API said. */
@@ -216,8 +238,12 @@ ${LATCHKEY_CLIENT_SCRIPT}
     notice.hidden = false;
   }
 
-  /** "message (code, HTTP status)" from a LatchkeyError, or what can be said without an answer. */
+  /**
+   * "message (code, HTTP status)" from a LatchkeyError, "message (code)" when the browser stopped
+   * a passkey ceremony, or what can be said without an answer.
+   */
   function describeFailure(err) {
+    if (err.status === 0 && typeof err.code === 'string' && err.code.startsWith('client.passkey_')) return err.message + ' (' + err.code + ')';
     if (err.status === 0) return 'the request did not reach the server (network error)';
     if (typeof err.code === 'string') return err.message + ' (' + err.code + ', HTTP ' + err.status + ')';
     return String(err);
@@ -244,6 +270,7 @@ ${LATCHKEY_CLIENT_SCRIPT}
   function opOf(method, path) {
     if (path === '/refresh') return refreshOp;
     if (path.startsWith('/sessions/')) return 'revoke session';
+    if (path.startsWith('/passkeys/') && !path.startsWith('/passkeys/registration')) return method === 'DELETE' ? 'delete passkey' : 'rename passkey';
     const names = { '/sign-in/mfa': 'sign-in mfa', '/verify-email/resend': 'resend', '/password-reset/confirm': 'password-reset confirm', '/change-email/confirm': 'change-email confirm', '/sessions': 'sessions' };
     return names[path] ?? path.slice(1);
   }
@@ -393,6 +420,11 @@ ${LATCHKEY_CLIENT_SCRIPT}
     if (body) signedInWith(body);
   });
 
+  onClick('signin-passkey', async () => {
+    const body = await act('Passkey sign-in', () => client.signInWithPasskey(), 'Signed in with a passkey.');
+    if (body) signedInWith(body);
+  });
+
   onSubmit('signin-mfa-form', async () => {
     const value = $('signin-mfa-code').value.trim();
     const body = await act('Second step', () => client.signInMfa(/^[0-9]{6}$/.test(value) ? { code: value } : { recovery_code: value }), 'Signed in with the second factor.');
@@ -516,6 +548,83 @@ ${LATCHKEY_CLIENT_SCRIPT}
     const body = await act('Listing the sessions', () => client.listSessions(), (r) => r.sessions.length + ' active session' + (r.sessions.length === 1 ? '' : 's') + '.');
     if (body !== undefined) showSessions(body.sessions);
   });
+
+  /**
+   * The passkeys table: per passkey its name (editable in place, empty for none), when it was
+   * created and last used, and its Rename and Delete buttons.
+   */
+  function showPasskeys(passkeys) {
+    const rows = $('passkeys-list');
+    rows.replaceChildren();
+    for (const p of passkeys) {
+      const tr = document.createElement('tr');
+      tr.dataset.passkeyId = p.id;
+      const name = cell('name');
+      const input = document.createElement('input');
+      input.className = 'passkey-name';
+      input.maxLength = 64;
+      input.value = p.name ?? '';
+      input.placeholder = '(no name)';
+      input.setAttribute('aria-label', 'Name of the passkey created ' + p.created_at.replace('T', ' '));
+      name.append(input);
+      const created = cell('created');
+      created.textContent = p.created_at.replace('T', ' ');
+      const used = cell('last used', 'last-used');
+      used.textContent = p.last_used_at === null ? 'never' : p.last_used_at.replace('T', ' ');
+      const action = cell('');
+      const buttons = document.createElement('div');
+      buttons.className = 'actions';
+      for (const [label, className, run] of [['Rename', 'rename', () => renamePasskey(p.id, input.value.trim())], ['Delete', 'delete', () => deletePasskey(p.id)]]) {
+        const button = document.createElement('button');
+        button.type = 'button';
+        button.className = 'secondary ' + className;
+        button.dataset.passkeyId = p.id;
+        button.textContent = label;
+        button.setAttribute('aria-label', label + ' the passkey ' + (p.name === null ? 'created ' + p.created_at.replace('T', ' ') : p.name));
+        button.addEventListener('click', () => void run());
+        buttons.append(button);
+      }
+      action.append(buttons);
+      tr.append(name, created, used, action);
+      rows.append(tr);
+    }
+    $('passkeys-table').hidden = passkeys.length === 0;
+    $('passkeys-empty').hidden = passkeys.length !== 0;
+  }
+
+  const countOf = (r) => r.passkeys.length + ' passkey' + (r.passkeys.length === 1 ? '' : 's') + '.';
+
+  onSubmit('passkey-add-form', async () => {
+    const name = $('passkey-name').value.trim();
+    const listed = await act('Adding a passkey', async () => {
+      const { passkey } = await client.registerPasskey(name === '' ? {} : { name });
+      return { passkey, list: await client.listPasskeys() };
+    }, (r) => 'Passkey ' + (r.passkey.name === null ? '' : '"' + r.passkey.name + '" ') + 'added: it signs you in with no password.');
+    if (listed === undefined) return;
+    $('passkey-name').value = '';
+    showPasskeys(listed.list.passkeys);
+  });
+
+  onClick('passkeys', async () => {
+    const body = await act('Listing the passkeys', () => client.listPasskeys(), countOf);
+    if (body !== undefined) showPasskeys(body.passkeys);
+  });
+
+  async function renamePasskey(id, name) {
+    const listed = await act('Renaming the passkey', async () => {
+      await client.renamePasskey(id, name === '' ? null : name);
+      return client.listPasskeys();
+    }, name === '' ? 'Passkey name cleared.' : 'Passkey renamed to "' + name + '".');
+    if (listed) showPasskeys(listed.passkeys);
+  }
+
+  async function deletePasskey(id) {
+    const listed = await act('Deleting the passkey', async () => {
+      await client.deletePasskey(id);
+      return client.listPasskeys();
+    }, 'Passkey deleted: it no longer signs in (the authenticator may still offer it; remove it there too).');
+    if (listed) showPasskeys(listed.passkeys);
+  }
 
   onClick('logout', () => act('Log out', () => client.logout(), 'Logged out: the session was revoked and the refresh cookie cleared.'));
 
