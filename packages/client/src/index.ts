@@ -124,7 +124,7 @@ export interface LatchkeyClient {
   renamePasskey(passkeyId: string, name: string | null): Promise<{ passkey: Passkey }>;
   /**
    * docs/api.md#passkeys (204): deletes a passkey; it no longer signs in, though the
-   * authenticator keeps its credential (WebAuthn gives a page no way to delete it there).
+   * authenticator keeps its credential, and may offer it, until the user removes it there.
    */
   deletePasskey(passkeyId: string): Promise<void>;
   /** docs/api.md#jwks (200). */
