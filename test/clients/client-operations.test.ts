@@ -132,12 +132,13 @@ describe.skipIf(SKIP_BROWSER)('@latchkey/client in Chromium: every operation of 
     expect(await run('logout')).toEqual({ ok: null });
   });
 
-  it("passkeys with Chromium's virtual authenticator: registered, listed, renamed, deleted; signInWithPasskey signs in every tab like signIn, with amr hwk and user; a deleted passkey signs in no more", async () => {
+  it("passkeys with Chromium's virtual authenticator: registered, listed, renamed, deleted; signInWithPasskey signs in every tab like signIn, with amr hwk and user; the browser's refusals (a second passkey on one authenticator, an unverified user) are client.passkey_* errors; a deleted passkey signs in no more", async () => {
     const user = await createUser();
     const cdp = await page.context().newCDPSession(page);
     const authenticatorId = await addVirtualAuthenticator(cdp);
     const credentials = async () => (await cdp.send('WebAuthn.getCredentials', { authenticatorId })).credentials;
-    const other = await page.context().newPage();
+    /** Pages to close at the end. */
+    const opened: Page[] = [];
     try {
       // Signed out: the service refuses before any ceremony.
       expect(await run('registerPasskey')).toEqual(refused('auth.missing_access_token', 401));
@@ -151,13 +152,13 @@ describe.skipIf(SKIP_BROWSER)('@latchkey/client in Chromium: every operation of 
       const held = await credentials();
       expect(held).toHaveLength(1);
       expect(held[0]).toMatchObject({ isResidentCredential: true, rpId: 'localhost' });
-      // The same authenticator again: the browser refuses (the options exclude its credential), no request is made.
+      // The same authenticator again: the browser refuses (the options exclude its credential); nothing is sent after the options.
       const before = door.auth.length;
       expect(await run('registerPasskey', { name: 'Again' })).toEqual({ error: { name: 'LatchkeyError', code: 'client.passkey_exists', message: expect.any(String), status: 0, retryAfter: null } });
       expect(door.auth.slice(before).map((r) => r.path)).toEqual(['/auth/v0/passkeys/registration/options']);
       expect(await credentials()).toHaveLength(1);
 
-      expect(await run('listPasskeys')).toEqual({ ok: { passkeys: [created.ok && (created.ok as { passkey: unknown }).passkey] } });
+      expect(await run('listPasskeys')).toEqual({ ok: { passkeys: [passkey] } });
       expect(await run('renamePasskey', passkey.id, 'Work laptop')).toEqual({ ok: { passkey: expect.objectContaining({ id: passkey.id, name: 'Work laptop' }) } });
       expect(await run('renamePasskey', passkey.id, null)).toEqual({ ok: { passkey: expect.objectContaining({ id: passkey.id, name: null }) } });
       expect(await run('renamePasskey', passkey.id, 'x'.repeat(65))).toEqual(refused('auth.passkeys.validation_failed', 400));
@@ -165,8 +166,19 @@ describe.skipIf(SKIP_BROWSER)('@latchkey/client in Chromium: every operation of 
       expect(await run('logout')).toEqual({ ok: null });
 
       // A passkey sign-in, no username asked: this tab and the other one are signed in.
+      const other = await page.context().newPage();
+      opened.push(other);
       await other.goto(`${door.origin}/app/`);
       expect(await other.evaluate<boolean>('window.client.ready')).toBe(false);
+      // The ceremony runs in the focused tab (WebAuthn refuses a page without focus).
+      await page.bringToFront();
+      // The user is not verified (a wrong PIN, a finger not recognised): the browser refuses, nothing is sent but the options.
+      await cdp.send('WebAuthn.setUserVerified', { authenticatorId, isUserVerified: false });
+      const unverifiedFrom = door.auth.length;
+      expect(await run('signInWithPasskey')).toEqual({ error: { name: 'LatchkeyError', code: 'client.passkey_cancelled', message: expect.any(String), status: 0, retryAfter: null } });
+      expect(door.auth.slice(unverifiedFrom).map((r) => r.path)).toEqual(['/auth/v0/sign-in/passkey/options']);
+      expect(await signedIn()).toBe(false);
+      await cdp.send('WebAuthn.setUserVerified', { authenticatorId, isUserVerified: true });
       const session = await run('signInWithPasskey');
       expect(session.ok).toMatchObject({ user: { id: user.id, username: user.username }, session_id: expect.any(String), tokens: { access_token: expect.any(String) } });
       const sessionId = (session.ok as { session_id: string }).session_id;
@@ -193,7 +205,7 @@ describe.skipIf(SKIP_BROWSER)('@latchkey/client in Chromium: every operation of 
       expect(await run('signInWithPasskey')).toEqual(refused('auth.passkeys.invalid_response', 401));
       expect(await signedIn()).toBe(false);
     } finally {
-      await other.close();
+      for (const tab of opened) await tab.close();
       await cdp.send('WebAuthn.removeVirtualAuthenticator', { authenticatorId });
       await cdp.detach();
     }

@@ -489,6 +489,8 @@ describe.skipIf(SKIP_BROWSER)('the demo page in headless Chromium (refresh cooki
     const cdp = await browser.newCDPSession(page);
     const authenticatorId = await addVirtualAuthenticator(cdp);
     const held = async () => (await cdp.send('WebAuthn.getCredentials', { authenticatorId })).credentials;
+    // The ceremonies run in the focused tab (WebAuthn refuses a page without focus).
+    await page.bringToFront();
     try {
       // Sign up and verify on the page, then sign in with the password.
       const name = uniqueName('pk');
@@ -525,6 +527,15 @@ describe.skipIf(SKIP_BROWSER)('the demo page in headless Chromium (refresh cooki
       expect(await notice()).toEqual({ outcome: 'success', text: 'Passkey renamed to "Work laptop".' });
       await expect.poll(() => page.getByRole('button', { name: 'Delete the passkey Work laptop' }).count()).toBe(1);
       expect(await page.getByRole('textbox', { name: /^Name of the passkey created / }).inputValue()).toBe('Work laptop');
+      // The table fits its card, wide and narrow.
+      const card = page.locator('#passkeys-card');
+      for (const width of [1280, 400]) {
+        await page.setViewportSize({ width, height: 900 });
+        if (SCREENSHOT_DIR !== undefined) await card.screenshot({ path: path.join(SCREENSHOT_DIR, `demo-passkeys-${width}.png`) });
+        const [scrollWidth, clientWidth] = await card.evaluate((el: { scrollWidth: number; clientWidth: number }) => [el.scrollWidth, el.clientWidth]);
+        expect(scrollWidth, `the passkeys card at ${width} px`).toBeLessThanOrEqual(clientWidth);
+      }
+      await page.setViewportSize({ width: 1280, height: 720 });
 
       // Log out, then sign in with the passkey: no username, no password.
       expect(await step('logout', () => page.click('#logout'))).toBe(204);

@@ -96,8 +96,9 @@ export interface LatchkeyClient {
   /** docs/api.md#revoke-one-session (204); revoking this tab's own session signs every tab out. */
   revokeSession(sessionId: string): Promise<void>;
   /**
-   * docs/api.md#passkeys: registers a passkey of the signed-in user (W3C WebAuthn Level 3
-   * registration ceremony). Asks the service for creation options, has the browser create the
+   * docs/api.md#passkey-registration-options, then docs/api.md#register-a-passkey (201): registers
+   * a passkey of the signed-in user (W3C WebAuthn Level 3 registration ceremony). Asks the service
+   * for creation options, has the browser create the
    * credential (its prompt: call this from a click or another user gesture), and sends the
    * response with the optional `name` (at most 64 characters). Resolves to the new passkey (201).
    * Throws the service's LatchkeyError (such as `auth.passkeys.limit_reached`, 409, or
@@ -108,8 +109,9 @@ export interface LatchkeyClient {
    */
   registerPasskey(options?: { name?: string }): Promise<{ passkey: Passkey }>;
   /**
-   * docs/api.md#passkeys: signs in with a passkey (W3C WebAuthn Level 3 authentication
-   * ceremony, a discoverable credential: no username is asked). Gets request options (the
+   * docs/api.md#passkey-sign-in-options, then docs/api.md#sign-in-with-a-passkey (200): signs in
+   * with a passkey (W3C WebAuthn Level 3 authentication ceremony, a discoverable credential: no
+   * username is asked). Gets request options (the
    * browser keeps the challenge cookie), has the browser sign the challenge (its prompt: call this
    * from a user gesture), and sends the assertion; then as signIn: keeps the access token, stores
    * the refresh cookie, and signs in every tab. Throws the service's LatchkeyError (such as
@@ -118,12 +120,12 @@ export interface LatchkeyClient {
    * errors of registerPasskey (status 0).
    */
   signInWithPasskey(): Promise<SignInResponse>;
-  /** docs/api.md#passkeys (200): the signed-in user's passkeys. */
+  /** docs/api.md#list-passkeys (200): the signed-in user's passkeys, oldest first. */
   listPasskeys(): Promise<{ passkeys: Passkey[] }>;
-  /** docs/api.md#passkeys (200): renames a passkey (`name` at most 64 characters, or null to clear it). */
+  /** docs/api.md#rename-a-passkey (200): renames a passkey (`name` at most 64 characters, or null, or empty, to clear it). */
   renamePasskey(passkeyId: string, name: string | null): Promise<{ passkey: Passkey }>;
   /**
-   * docs/api.md#passkeys (204): deletes a passkey; it no longer signs in, though the
+   * docs/api.md#delete-a-passkey (204): deletes a passkey; it no longer signs in, though the
    * authenticator keeps its credential, and may offer it, until the user removes it there.
    */
   deletePasskey(passkeyId: string): Promise<void>;

@@ -58,9 +58,9 @@ export interface MeResponse {
 }
 
 /**
- * docs/api.md#passkeys, "The Passkey object": one WebAuthn credential of the user (W3C WebAuthn
- * Level 3). `name` is the user's label (at most 64 characters) or null; timestamps are ISO 8601
- * strings, `last_used_at` null until its first sign-in.
+ * docs/api.md#register-a-passkey, "The Passkey object": one WebAuthn credential of the user (W3C
+ * WebAuthn Level 3). `name` is the user's label (at most 64 characters) or null; timestamps are
+ * ISO 8601 strings, `last_used_at` null until its first sign-in.
  */
 export interface Passkey {
   id: string;
