@@ -98,9 +98,9 @@ export interface LatchkeyClient {
   /**
    * docs/api.md#passkey-registration-options, then docs/api.md#register-a-passkey (201): registers
    * a passkey of the signed-in user (W3C WebAuthn Level 3 registration ceremony). Asks the service
-   * for creation options, has the browser create the
-   * credential (its prompt: call this from a click or another user gesture), and sends the
-   * response with the optional `name` (at most 64 characters). Resolves to the new passkey (201).
+   * for creation options, has the browser create the credential (its prompt: call this from a
+   * click or another user gesture), and sends the response with the optional `name` (at most 64
+   * characters). Resolves to the new passkey.
    * Throws the service's LatchkeyError (such as `auth.passkeys.limit_reached`, 409, or
    * `auth.passkeys.validation_failed`, 400, for a response that does not verify), or with status 0
    * `client.passkey_unsupported` (no WebAuthn here: an old browser, or not a secure context),
@@ -111,10 +111,10 @@ export interface LatchkeyClient {
   /**
    * docs/api.md#passkey-sign-in-options, then docs/api.md#sign-in-with-a-passkey (200): signs in
    * with a passkey (W3C WebAuthn Level 3 authentication ceremony, a discoverable credential: no
-   * username is asked). Gets request options (the
-   * browser keeps the challenge cookie), has the browser sign the challenge (its prompt: call this
-   * from a user gesture), and sends the assertion; then as signIn: keeps the access token, stores
-   * the refresh cookie, and signs in every tab. Throws the service's LatchkeyError (such as
+   * username is asked). Gets request options (the browser keeps the challenge cookie), has the
+   * browser sign the challenge (its prompt: call this from a user gesture), and sends the
+   * assertion; then as signIn: keeps the access token, stores the refresh cookie, and signs in
+   * every tab. Throws the service's LatchkeyError (such as
    * `auth.passkeys.invalid_response`, 401, for a passkey the service does not know or no longer
    * has; `auth.sign_in.too_many_attempts`, 429, with `retryAfter`) or the `client.passkey_*`
    * errors of registerPasskey (status 0).
@@ -207,7 +207,10 @@ export function createClient(options: ClientOptions): LatchkeyClient {
     });
   }
 
-  /** passkeys.ts, imported once on first use; a failed import (a chunk that did not load) is client.network_error and is tried again next time. */
+  /**
+   * passkeys.ts, imported once on first use; a failed import (a chunk that did not load) is
+   * client.network_error, and is tried again next time.
+   */
   let ceremonies: Promise<typeof import('./passkeys.js')> | undefined;
   /**
    * The ceremony module, after checking that the browser has WebAuthn (`PublicKeyCredential`,

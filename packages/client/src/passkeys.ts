@@ -9,7 +9,7 @@ import type { PublicKeyCredentialCreationOptionsJSON, PublicKeyCredentialRequest
 import { LatchkeyError } from './errors.js';
 
 /**
- * The LatchkeyError of a ceremony the browser did not complete (status 0: no request was made):
+ * The LatchkeyError of a ceremony the browser did not complete (status 0; nothing is sent after it):
  * - `client.passkey_cancelled`: `NotAllowedError` (the user dismissed the prompt, it timed out,
  *   or no authenticator holds a passkey for this site: WebAuthn Level 3 reports all of these
  *   alike, for privacy), or `AbortError` (another ceremony of the page replaced this one);
