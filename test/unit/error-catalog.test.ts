@@ -10,6 +10,17 @@ describe('error catalog (docs/api.md#error-codes)', () => {
     }
   });
 
+  it('every code is in the catalogue of docs/api.md#error-codes, with its status and message, in a row of that table', () => {
+    const doc = readFileSync(new URL('../../docs/api.md', import.meta.url), 'utf8');
+    const catalogue = doc.slice(doc.indexOf('### Error codes'));
+    const rows = catalogue.split('\n').filter((line) => line.startsWith('| ') && line.split(' | ').length === 4);
+    for (const [code, { status, message }] of Object.entries(ERROR_CATALOG)) {
+      const row = rows.find((line) => line.includes(`| \`${wireCode(code as ErrorCode)}\` | ${message.replace('<token>', '\\<token\\>')} |`));
+      expect(row, code).toBeDefined();
+      expect(row!.startsWith(`| ${status}`), code).toBe(true);
+    }
+  });
+
   it('uses the statuses docs/api.md#error-codes gives', () => {
     const byStatus = (s: number) => Object.entries(ERROR_CATALOG).filter(([, v]) => v.status === s).map(([k]) => k).sort();
     expect(byStatus(401)).toEqual([
