@@ -34,6 +34,14 @@ export interface CeremonyOverrides {
   /** The counter to sign (default: one more than the last). */
   counter?: number;
   userHandle?: string | null;
+  /** Registration: the credential id the authenticator data holds (default 16 random bytes). */
+  credentialId?: Buffer;
+  /** Registration: the `id` and `rawId` the response names (default the credential id). */
+  responseId?: string;
+  /** Registration: `clientExtensionResults` (default `{}`). */
+  clientExtensionResults?: Record<string, unknown>;
+  /** Registration: `response.transports` (default `["internal"]`). */
+  transports?: string[];
 }
 
 const b64url = (bytes: Uint8Array | Buffer): string => Buffer.from(bytes).toString('base64url');
@@ -69,7 +77,7 @@ export class SoftwareAuthenticator {
       [COSE.x, Buffer.from(jwk.x!, 'base64url')],
       [COSE.y, Buffer.from(jwk.y!, 'base64url')],
     ]);
-    const credentialId = randomBytes(16);
+    const credentialId = o.credentialId ?? randomBytes(16);
     const counter = o.counter ?? 0;
     const authData = Buffer.concat([
       sha256(o.rpId ?? options.rp.id ?? this.defaults.rpId),
@@ -84,10 +92,10 @@ export class SoftwareAuthenticator {
     const id = b64url(credentialId);
     this.credentials.set(id, { id, privateKey, userHandle: options.user.id, counter });
     return {
-      id,
-      rawId: id,
-      response: { clientDataJSON: this.clientData('webauthn.create', options.challenge, o), attestationObject: b64url(attestationObject), transports: ['internal'] },
-      clientExtensionResults: {},
+      id: o.responseId ?? id,
+      rawId: o.responseId ?? id,
+      response: { clientDataJSON: this.clientData('webauthn.create', options.challenge, o), attestationObject: b64url(attestationObject), transports: o.transports ?? ['internal'] },
+      clientExtensionResults: o.clientExtensionResults ?? {},
       type: 'public-key' as const,
       authenticatorAttachment: 'platform' as const,
     };

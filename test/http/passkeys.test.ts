@@ -61,7 +61,8 @@ describe('registration', () => {
     const { user, session, passkey } = await withPasskey(ctx);
     expect(Object.keys(passkey).sort()).toEqual(PASSKEY_KEYS);
     expect(passkey).toMatchObject({ name: 'Laptop', last_used_at: null });
-    expect(await noticesTo(ctx, user.email)).toEqual([{ notice: 'passkey_added', details: ['Passkey: Laptop'] }]);
+    const added = `${ctx.clock.now().toISOString().slice(0, 16).replace('T', ' ')} UTC`;
+    expect(await noticesTo(ctx, user.email)).toEqual([{ notice: 'passkey_added', details: [`Passkey "Laptop", added ${added}, never used to sign in`] }]);
     const options = await registrationOptions(ctx, session.accessToken);
     expect(options.excludeCredentials.map((c) => c.id)).toHaveLength(1);
   });
@@ -78,6 +79,12 @@ describe('registration', () => {
     for (const overrides of [{ origin: 'https://evil.example' }, { origin: 'http://localhost:3001' }, { rpId: 'evil.example' }, { userVerified: false }, { userPresent: false }, { type: 'webauthn.get' }]) {
       expectError(await post({ response: authenticator.create(await fresh(), overrides) }), 400, 'auth.passkeys.validation_failed');
     }
+    // The credential id: 1 to 1023 bytes, and the one the response names (W3C WebAuthn Level 3 §7.1).
+    expectError(await post({ response: authenticator.create(await fresh(), { credentialId: Buffer.alloc(1024, 7) }) }), 400, 'auth.passkeys.validation_failed');
+    expectError(await post({ response: authenticator.create(await fresh(), { credentialId: Buffer.alloc(0), responseId: 'AAAA' }) }), 400, 'auth.passkeys.validation_failed');
+    expectError(await post({ response: authenticator.create(await fresh(), { responseId: 'AAAAAAAAAAAAAAAAAAAAAA' }) }), 400, 'auth.passkeys.validation_failed');
+    // A credential the client says is not discoverable could never sign in here.
+    expectError(await post({ response: authenticator.create(await fresh(), { clientExtensionResults: { credProps: { rk: false } } }) }), 400, 'auth.passkeys.validation_failed');
     const used = await fresh();
     expect((await post({ response: authenticator.create(used) })).statusCode).toBe(201);
     expectError(await post({ response: authenticator.create(used) }), 400, 'auth.passkeys.validation_failed');
@@ -95,11 +102,29 @@ describe('registration', () => {
     expectError(await post({ response: good, extra: 1 }), 400, 'auth.passkeys.validation_failed');
     expectError(await post({ response: { ...good, extra: 1 } }), 400, 'auth.passkeys.validation_failed');
     expectError(await post({ response: good, name: 'x'.repeat(65) }), 400, 'auth.passkeys.validation_failed');
-    expectError(await post({ response: good, name: 'two\nlines' }), 400, 'auth.passkeys.validation_failed');
+    for (const name of ['two\nlines', 'a\u2028b', 'evil\u202Eexample', 'zero\u200Bwidth']) {
+      expectError(await post({ response: good, name }), 400, 'auth.passkeys.validation_failed');
+    }
     expectError(await post({}), 400, 'auth.passkeys.validation_failed');
     expect(((await withBearer(ctx, 'GET', '/auth/v0/passkeys', accessToken)).json() as { passkeys: unknown[] }).passkeys).toHaveLength(1);
     // The same response, once valid: 201 (the bad bodies above never reached the challenge).
     expect((await post({ response: good, name: '  ' })).json()).toMatchObject({ passkey: { name: null } });
+  });
+
+  it('a credential id already registered, to the same user or another, is 400; unknown transports are not stored', async () => {
+    const a = await withPasskey(ctx);
+    const taken = Buffer.from([...a.authenticator.credentials.keys()][0]!, 'base64url');
+    const again = await registrationOptions(ctx, a.session.accessToken);
+    expect(again.excludeCredentials).toEqual([{ id: taken.toString('base64url'), type: 'public-key', transports: ['internal'] }]);
+    const post = (token: string, response: unknown) => withBearer(ctx, 'POST', '/auth/v0/passkeys/registration', token, { response });
+    expectError(await post(a.session.accessToken, new SoftwareAuthenticator().create(again, { credentialId: taken })), 400, 'auth.passkeys.validation_failed');
+    const b = await createVerifiedUser(ctx);
+    const bSession = await signIn(ctx, { username: b.username, password: PASSWORD });
+    expectError(await post(bSession.accessToken, new SoftwareAuthenticator().create(await registrationOptions(ctx, bSession.accessToken), { credentialId: taken })), 400, 'auth.passkeys.validation_failed');
+    expect(((await withBearer(ctx, 'GET', '/auth/v0/passkeys', bSession.accessToken)).json() as { passkeys: unknown[] }).passkeys).toEqual([]);
+    const created = await post(bSession.accessToken, new SoftwareAuthenticator().create(await registrationOptions(ctx, bSession.accessToken), { transports: ['usb', 'bogus-transport', 'hybrid'] }));
+    expect(created.statusCode, created.body).toBe(201);
+    expect((await registrationOptions(ctx, bSession.accessToken)).excludeCredentials[0]).toMatchObject({ transports: ['usb', 'hybrid'] });
   });
 
   it('401 without a Bearer token', async () => {
@@ -155,7 +180,7 @@ describe('listing, renaming, deletion', () => {
     expect(res.statusCode, res.body).toBe(204);
     expect(res.body).toBe('');
     expect((await noticesTo(ctx, user.email)).map((n) => n.notice)).toEqual(['passkey_added', 'passkey_removed']);
-    expect((await noticesTo(ctx, user.email))[1]!.details).toEqual(['Passkey: Laptop']);
+    expect((await noticesTo(ctx, user.email))[1]!.details).toEqual([expect.stringMatching(/^Passkey "Laptop", added \d{4}-\d\d-\d\d \d\d:\d\d UTC, never used to sign in$/)]);
     expectError((await passkeySignIn(ctx, authenticator)).res, 401, 'auth.passkeys.invalid_response');
     expectError(await withBearer(ctx, 'DELETE', `/auth/v0/passkeys/${passkey.id}`, session.accessToken), 404, 'auth.passkeys.not_found');
   });
@@ -218,6 +243,42 @@ describe('sign-in with a passkey', () => {
     ctx.clock.advance(301);
     expectError(await postAssertion(ctx, stale.cookie, authenticator.get(stale.options)), 401, 'auth.passkeys.invalid_response');
     expectError(await postAssertion(ctx, 'A'.repeat(43), authenticator.get(stale.options)), 401, 'auth.passkeys.invalid_response');
+  });
+
+  it('an assertion is bound to the cookie of its challenge: a fresh assertion for one challenge, sent with another challenge\'s cookie, is 401, and that cookie is spent', async () => {
+    const { authenticator } = await withPasskey(ctx);
+    const mine = await signInOptions(ctx);
+    const other = await signInOptions(ctx);
+    const res = await postAssertion(ctx, other.cookie, authenticator.get(mine.options));
+    expectError(res, 401, 'auth.passkeys.invalid_response');
+    expect(setCookies(res).find((c) => c.name === 'webauthn_challenge')).toMatchObject({ value: '', attributes: { 'max-age': '0' } });
+    // The other challenge was used by that try; its own right assertion is now refused too.
+    expectError(await postAssertion(ctx, other.cookie, authenticator.get(other.options)), 401, 'auth.passkeys.invalid_response');
+    // The first one is still live.
+    expect((await postAssertion(ctx, mine.cookie, authenticator.get(mine.options))).statusCode).toBe(200);
+  });
+
+  it('a passkey that keeps no counter (synced passkeys report 0): the challenge alone stops replay, sequential and racing', async () => {
+    const { authenticator } = await withPasskey(ctx);
+    const zero = { overrides: { counter: 0 } };
+    const first = await passkeySignIn(ctx, authenticator, zero);
+    expect(first.res.statusCode).toBe(200);
+    expectError(await postAssertion(ctx, first.cookie, first.response), 401, 'auth.passkeys.invalid_response');
+    expectError(await postAssertion(ctx, (await signInOptions(ctx)).cookie, first.response), 401, 'auth.passkeys.invalid_response');
+    const { options, cookie } = await signInOptions(ctx);
+    const response = authenticator.get(options, undefined, { counter: 0 });
+    const statuses = (await Promise.all([0, 1, 2].map(() => postAssertion(ctx, cookie, response)))).map((r) => r.statusCode);
+    expect(statuses.sort()).toEqual([200, 401, 401]);
+    expect((await passkeySignIn(ctx, authenticator, zero)).res.statusCode).toBe(200);
+  });
+
+  it('a cloned authenticator: two assertions with one counter under two challenges, in parallel, sign in once', async () => {
+    const { authenticator } = await withPasskey(ctx);
+    const [a, b] = await Promise.all([signInOptions(ctx), signInOptions(ctx)]);
+    const ra = authenticator.get(a.options, undefined, { counter: 7 });
+    const rb = authenticator.get(b.options, undefined, { counter: 7 });
+    const statuses = (await Promise.all([postAssertion(ctx, a.cookie, ra), postAssertion(ctx, b.cookie, rb)])).map((r) => r.statusCode);
+    expect(statuses.sort()).toEqual([200, 401]);
   });
 
   it('two requests with one assertion and one cookie: one 200', async () => {
@@ -290,6 +351,16 @@ describe('rate limits', () => {
     limited.clock.advance(15 * 60);
   });
 
+  it('sign-in options count per client (4 per allowed sign-in attempt: 12 here), each storing a challenge: then 429 with Retry-After', async () => {
+    limited.clock.advance(15 * 60);
+    for (let i = 0; i < 12; i++) await signInOptions(limited);
+    const res = await limited.app.inject({ method: 'POST', url: '/auth/v0/sign-in/passkey/options' });
+    expectError(res, 429, 'auth.sign_in.too_many_attempts');
+    expect(Number(res.headers['retry-after'])).toBeGreaterThan(0);
+    expect(setCookies(res)).toEqual([]);
+    limited.clock.advance(15 * 60);
+  });
+
   it('an account locked by failed password sign-ins is locked for passkeys too', async () => {
     const { user, authenticator } = await withPasskey(limited);
     for (let i = 0; i < 3; i++) {
@@ -316,6 +387,7 @@ describe('account lifecycle', () => {
 
   it('a password reset keeps the passkeys, and its notice lists them', async () => {
     const { user, session, authenticator } = await withPasskey(ctx);
+    expect((await passkeySignIn(ctx, authenticator)).res.statusCode).toBe(200);
     ctx.clock.advance(1);
     expect((await register(ctx, session.accessToken, new SoftwareAuthenticator(), { name: null })).statusCode).toBe(201);
     expect((await postJson(ctx, '/auth/v0/password-reset', { email: user.email })).statusCode).toBe(204);
@@ -325,15 +397,15 @@ describe('account lifecycle', () => {
     const notice = (await noticesTo(ctx, user.email)).find((n) => n.notice === 'password_reset')!;
     expect(notice.details).toEqual([
       'The account keeps its passkeys; each still signs in. Delete any you do not recognise under Passkeys:',
-      'Passkey: Laptop',
-      'Passkey: (no name)',
+      expect.stringMatching(/^Passkey "Laptop", added .* UTC, last signed in .* UTC$/),
+      expect.stringMatching(/^Passkey \(no name\), added .* UTC, never used to sign in$/),
     ]);
     const sent = ctx.smtp.messages.filter((m) => m.to.includes(user.email) && m.raw.includes('Subject: Your password was reset'));
     for (let i = 0; i < 50 && sent.length === 0; i++) {
       await ctx.app.outbox.runOnce();
       sent.push(...ctx.smtp.messages.filter((m) => m.to.includes(user.email) && m.raw.includes('Subject: Your password was reset')));
     }
-    expect(textOf(sent[0]!)).toContain('Passkey: Laptop');
+    expect(textOf(sent[0]!)).toContain('Passkey "Laptop", added');
     expect((await passkeySignIn(ctx, authenticator)).res.statusCode).toBe(200);
   });
 });

@@ -1,8 +1,27 @@
 import type { PasskeyRow } from './passkeys.repo.js';
 
-/** How a notice names a passkey: `Passkey: <name>`, or `Passkey: (no name)`. */
-export function passkeyNoticeName(name: string | null): string {
-  return name === null ? 'Passkey: (no name)' : `Passkey: ${name}`;
+/** A time in a notice: `2026-03-02 09:15 UTC`. */
+function minute(at: Date): string {
+  return `${at.toISOString().slice(0, 16).replace('T', ' ')} UTC`;
+}
+
+/**
+ * A passkey's name as a notice prints it: in quotes, with `.`, `:` and `@` bracketed, so that a
+ * name someone else chose (`evil.example/reset`) is not turned into a link by a mail client;
+ * `(no name)` when it has none.
+ */
+export function noticeNameOf(name: string | null): string {
+  return name === null ? '(no name)' : `"${name.replace(/[.:@]/g, (c) => `[${c}]`)}"`;
+}
+
+/**
+ * How a notice names a passkey: its name, when it was added and when it last signed in. The
+ * times, unlike the name, are the service's: an intruder can name a passkey like the owner's,
+ * not date it.
+ */
+export function passkeyNoticeLine(passkey: Pick<PasskeyRow, 'name' | 'created_at' | 'last_used_at'>): string {
+  const used = passkey.last_used_at === null ? 'never used to sign in' : `last signed in ${minute(passkey.last_used_at)}`;
+  return `Passkey ${noticeNameOf(passkey.name)}, added ${minute(passkey.created_at)}, ${used}`;
 }
 
 /**
@@ -11,7 +30,7 @@ export function passkeyNoticeName(name: string | null): string {
  * registered by someone who once had the account (an XSS, a stolen session) would otherwise
  * outlive the reset unseen.
  */
-export function passkeyNoticeLines(passkeys: readonly Pick<PasskeyRow, 'name'>[]): string[] {
+export function passkeyNoticeLines(passkeys: readonly Pick<PasskeyRow, 'name' | 'created_at' | 'last_used_at'>[]): string[] {
   if (passkeys.length === 0) return [];
-  return ['The account keeps its passkeys; each still signs in. Delete any you do not recognise under Passkeys:', ...passkeys.map((p) => passkeyNoticeName(p.name))];
+  return ['The account keeps its passkeys; each still signs in. Delete any you do not recognise under Passkeys:', ...passkeys.map(passkeyNoticeLine)];
 }

@@ -35,10 +35,14 @@ const PASSKEY_COLUMNS = 'p.id, p.user_id, p.credential_id, p.public_key, p.count
 
 /**
  * The account's WebAuthn user handle: the stored one, or else `candidate` (random bytes from the
- * caller), stored for good; one statement, so two first registrations in parallel agree.
+ * caller), stored for good. Read first, so only the first registration writes the user row; the
+ * write keeps a handle stored meanwhile by a parallel first registration (COALESCE).
  * @returns the handle, or undefined when the user does not exist.
  */
 export async function userHandleOf(q: Queryable, userId: string, candidate: Buffer): Promise<Uint8Array | undefined> {
+  const { rows: found } = await q.query<{ webauthn_user_handle: Uint8Array | null }>('SELECT webauthn_user_handle FROM users WHERE id = $1', [userId]);
+  const stored = found[0];
+  if (stored === undefined || stored.webauthn_user_handle !== null) return stored?.webauthn_user_handle ?? undefined;
   const { rows } = await q.query<{ webauthn_user_handle: Uint8Array }>(
     `UPDATE users SET webauthn_user_handle = COALESCE(webauthn_user_handle, $2) WHERE id = $1 RETURNING webauthn_user_handle`,
     [userId, candidate],

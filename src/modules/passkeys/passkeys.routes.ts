@@ -129,11 +129,11 @@ export function passkeysRoutes(deps: { passkeys: PasskeysService; sessions: Sess
           summary: 'Options for navigator.credentials.get() (discoverable credential); sets the webauthn_challenge cookie',
           operationId: 'passkeySignInOptions',
           tags: [TAGS.signIn.name],
-          response: { 200: RequestOptionsSchema, ...errorResponses() },
+          response: { 200: RequestOptionsSchema, ...errorResponses(429) },
         },
       },
-      async (_request, reply) => {
-        const { options, cookie, maxAgeSeconds } = await passkeys.signInOptions();
+      async (request, reply) => {
+        const { options, cookie, maxAgeSeconds } = await passkeys.signInOptions(clientContextOf(request));
         setWebauthnChallengeCookie(reply, cookie, maxAgeSeconds);
         return options;
       },

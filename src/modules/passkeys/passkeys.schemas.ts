@@ -9,6 +9,10 @@ export const MAX_PASSKEY_NAME_LENGTH = 64;
  * or signature a browser sends with `attestation: "none"`, and below the 16 KiB body limit.
  */
 const MAX_BASE64URL_LENGTH = 12_000;
+/** Longest credential id, in bytes (W3C WebAuthn Level 3 §7.1 step 24: longer ones are refused). */
+export const MAX_CREDENTIAL_ID_BYTES = 1023;
+/** Its base64url length, unpadded: 4 characters per 3 bytes. */
+const MAX_CREDENTIAL_ID_LENGTH = Math.ceil((MAX_CREDENTIAL_ID_BYTES * 4) / 3);
 
 const EXAMPLE_PASSKEY = {
   id: '0b7f1c9e-3d2a-4c5b-9e8f-1a2b3c4d5e6f',
@@ -67,16 +71,21 @@ const EXAMPLE_CREATION_OPTIONS = {
 const EXAMPLE_REQUEST_OPTIONS = { rpId: 'localhost', challenge: 'WA_JMAkPueUpF5eE_xVK2oKyhadGFnBzCWcNans5hJQ', timeout: 300000, userVerification: 'required' };
 
 const Base64Url = Type.String({ pattern: '^[A-Za-z0-9_-]*$', maxLength: MAX_BASE64URL_LENGTH });
+const CredentialId = Type.String({ pattern: '^[A-Za-z0-9_-]+$', maxLength: MAX_CREDENTIAL_ID_LENGTH });
 const strict = { additionalProperties: false } as const;
 /** Extension inputs and outputs: open-ended by design (W3C WebAuthn Level 3 §9). */
 const Extensions = Type.Object({}, { additionalProperties: true });
 const AuthenticatorAttachment = Type.Union([Type.Literal('platform'), Type.Literal('cross-platform')]);
 const Transports = Type.Array(Type.String({ maxLength: 32 }), { maxItems: 16 });
 
-/** A passkey name: at most 64 characters, no control characters; empty means none. */
+/**
+ * A passkey name: at most 64 characters, none of them a control or format character or a line
+ * or paragraph separator (names appear in notice emails, one per line, and bidirectional
+ * overrides could make one read as another); empty means none.
+ */
 const PasskeyName = withRule(
-  Type.Union([Type.String({ maxLength: MAX_PASSKEY_NAME_LENGTH, pattern: '^[^\\u0000-\\u001f\\u007f]*$' }), Type.Null()]),
-  `must be a name of at most ${MAX_PASSKEY_NAME_LENGTH} characters without control characters, or null`,
+  Type.Union([Type.String({ maxLength: MAX_PASSKEY_NAME_LENGTH, pattern: '^[^\\p{Cc}\\p{Cf}\\p{Zl}\\p{Zp}]*$' }), Type.Null()]),
+  `must be a name of at most ${MAX_PASSKEY_NAME_LENGTH} characters without control, format or line-separator characters, or null`,
 );
 
 /** Passkey (docs/api.md#passkeys): exactly these members. */
@@ -105,8 +114,8 @@ export const PasskeyListResponseSchema = Type.Object(
 function credentialJson<R extends TSchema>(title: string, response: R) {
   return Type.Object(
     {
-      id: Base64Url,
-      rawId: Base64Url,
+      id: CredentialId,
+      rawId: CredentialId,
       response,
       authenticatorAttachment: Type.Optional(AuthenticatorAttachment),
       clientExtensionResults: Extensions,

@@ -17,6 +17,7 @@ import type { AuthMetrics } from '../../metrics.js';
 import { securityEvent } from '../audit/security-events.js';
 import { queueSecurityNotice, type NoticeClient, type SecurityNoticeKind } from '../mail/notices.js';
 import { UNKNOWN_CLIENT } from '../rate-limits/client-network.js';
+import { MAX_CREDENTIAL_ID_BYTES } from './passkeys.schemas.js';
 import type { RateLimitRules } from '../rate-limits/rate-limits.rules.js';
 import type { RateLimiter } from '../rate-limits/rate-limits.service.js';
 import type { ClientContext, IssuedTokens, SessionsService } from '../sessions/sessions.service.js';
@@ -39,7 +40,7 @@ import {
   type PasskeyRow,
   type PasskeyWithOwner,
 } from './passkeys.repo.js';
-import { passkeyNoticeName } from './passkey-notices.js';
+import { passkeyNoticeLine } from './passkey-notices.js';
 import type { CreationOptions, RequestOptions } from './passkeys.schemas.js';
 
 /** Most passkeys one account may have (docs/api.md#passkeys). */
@@ -53,6 +54,8 @@ export const WEBAUTHN_CHALLENGE_TTL_SECONDS = 300;
 export const PASSKEY_AMR: readonly string[] = Object.freeze(['hwk', 'user']);
 /** Length of the WebAuthn user handle, in bytes (W3C WebAuthn Level 3 §14.6.1 recommends 64 random bytes at most). */
 const USER_HANDLE_BYTES = 32;
+/** Transports a credential may list (W3C WebAuthn Level 3 §5.8.4); others are dropped, not stored. */
+const KNOWN_TRANSPORTS: ReadonlySet<string> = new Set(['ble', 'cable', 'hybrid', 'internal', 'nfc', 'smart-card', 'usb']);
 /** Public-key algorithms accepted: EdDSA, ES256, RS256 (COSE identifiers, RFC 9053), the set browsers and authenticators use. */
 const SUPPORTED_ALGORITHM_IDS = [-8, -7, -257];
 
@@ -64,7 +67,7 @@ export interface PasskeysDeps {
   readonly rp: WebauthnSettings;
   readonly sessions: Pick<SessionsService, 'startSession'>;
   readonly limiter: RateLimiter;
-  readonly rules: Pick<RateLimitRules, 'signInPerIp' | 'signInPerAccount'>;
+  readonly rules: Pick<RateLimitRules, 'signInPerIp' | 'signInPerAccount' | 'passkeyOptionsPerIp'>;
   readonly log: FastifyBaseLogger;
   readonly metrics: Pick<AuthMetrics, 'passkeySignIn' | 'passkeyChange' | 'signIn'>;
   readonly onEmailQueued: () => void;
@@ -107,9 +110,11 @@ export interface PasskeysService {
   /**
    * The options of `navigator.credentials.get()` for a discoverable credential (no
    * `allowCredentials`), user verification required, and the value of the `webauthn_challenge`
-   * cookie that binds the stored challenge (its SHA-256 is stored) to this browser.
+   * cookie that binds the stored challenge (its SHA-256 is stored) to this browser. Every call
+   * counts against the client's options limit (each stores a challenge).
+   * @throws AppError `auth.sign_in.too_many_attempts` (429, Retry-After).
    */
-  signInOptions(): Promise<{ options: RequestOptions; cookie: string; maxAgeSeconds: number }>;
+  signInOptions(client: Pick<ClientContext, 'ip'>): Promise<{ options: RequestOptions; cookie: string; maxAgeSeconds: number }>;
   /**
    * Signs in with a passkey (docs/api.md#sign-in-with-a-passkey), under the rules of a password
    * sign-in: the attempt counts against the client's sign-in limit (taken back on success); the
@@ -186,6 +191,39 @@ export function createPasskeysService(deps: PasskeysDeps): PasskeysService {
     }
   };
 
+  /**
+   * A registration response checked by the library (challenge, origins, RP ID, user present and
+   * verified, algorithm) and then by the rules the library leaves to the relying party: the
+   * credential id is 1 to 1023 bytes and the one the response names (W3C WebAuthn Level 3 §7.1
+   * step 24), and the credential is discoverable when the client says (`credProps`).
+   * @throws AppError `auth.passkeys.validation_failed` (400), with a fixed message; the library's
+   *   reason goes to the log.
+   */
+  const verifyRegistration = async (response: RegistrationResponseJSON, challenge: string, user: UserRow) => {
+    let info;
+    try {
+      const result = await verifyRegistrationResponse({
+        response,
+        expectedChallenge: challenge,
+        expectedOrigin: [...rp.origins],
+        expectedRPID: rp.rpId,
+        requireUserVerification: true,
+        supportedAlgorithmIDs: SUPPORTED_ALGORITHM_IDS,
+      });
+      info = result.verified ? result.registrationInfo : undefined;
+    } catch (err) {
+      log.info({ userId: user.id, reason: err instanceof Error ? err.message : 'malformed' }, 'passkey registration response refused');
+    }
+    if (info === undefined) throw invalidRegistration('the registration response does not verify (origin, RP ID, challenge, user verification or signature).');
+    const idBytes = Buffer.from(info.credential.id, 'base64url').length;
+    if (idBytes === 0 || idBytes > MAX_CREDENTIAL_ID_BYTES || info.credential.id !== response.id) {
+      throw invalidRegistration(`the credential id must be 1 to ${MAX_CREDENTIAL_ID_BYTES} bytes and the one the response names.`);
+    }
+    const credProps = (response.clientExtensionResults as { credProps?: { rk?: unknown } }).credProps;
+    if (credProps?.rk === false) throw invalidRegistration('the authenticator made a credential that is not discoverable (a resident key is required).');
+    return info;
+  };
+
   return {
     async registrationOptions(user) {
       const [handle, existing] = await Promise.all([userHandleOf(db, user.id, randomBytes(USER_HANDLE_BYTES)), listPasskeys(db, user.id)]);
@@ -214,42 +252,31 @@ export function createPasskeysService(deps: PasskeysDeps): PasskeysService {
       if (challenge === undefined || !(await takeRegistrationChallenge(db, { userId: user.id, challenge, now: clock.now() }))) {
         throw invalidRegistration('the registration challenge is unknown, used or expired: ask for new registration options.');
       }
-      let info;
-      try {
-        const result = await verifyRegistrationResponse({
-          response: input.response,
-          expectedChallenge: challenge,
-          expectedOrigin: [...rp.origins],
-          expectedRPID: rp.rpId,
-          requireUserVerification: true,
-          supportedAlgorithmIDs: SUPPORTED_ALGORITHM_IDS,
-        });
-        info = result.verified ? result.registrationInfo : undefined;
-      } catch (err) {
-        throw invalidRegistration(`the registration response does not verify: ${err instanceof Error ? err.message.slice(0, 200) : 'malformed'}.`);
-      }
-      if (info === undefined) throw invalidRegistration('the registration response does not verify.');
+      const info = await verifyRegistration(input.response, challenge, user);
       const name = nameOrNull(input.name);
       const id = randomUUID();
-      const outcome = await db.transaction(async (tx): Promise<'limit' | 'duplicate' | { noticed: boolean }> => {
+      const outcome = await db.transaction(async (tx): Promise<'gone' | 'limit' | 'duplicate' | { noticed: boolean }> => {
         // The user's row lock serialises registrations, so parallel ones cannot pass the limit together.
-        await lockUser(tx, user.id);
+        if (!(await lockUser(tx, user.id))) return 'gone';
         if ((await countPasskeys(tx, user.id)) >= MAX_PASSKEYS_PER_USER) return 'limit';
+        const now = clock.now();
         const stored = await insertPasskey(tx, {
           id,
           userId: user.id,
           credentialId: info.credential.id,
           publicKey: info.credential.publicKey,
           counter: info.credential.counter,
-          transports: input.response.response.transports ?? [],
+          transports: (input.response.response.transports ?? []).filter((t) => KNOWN_TRANSPORTS.has(t)),
           deviceType: info.credentialDeviceType,
           backedUp: info.credentialBackedUp,
           name,
-          now: clock.now(),
+          now,
         });
         if (!stored) return 'duplicate';
-        return { noticed: await notice(tx, user, 'passkey_added', client, [passkeyNoticeName(name)]) };
+        return { noticed: await notice(tx, user, 'passkey_added', client, [passkeyNoticeLine({ name, created_at: now, last_used_at: null })]) };
       });
+      // The account was deleted since its access token was checked.
+      if (outcome === 'gone') throw new AppError('auth.invalid_access_token');
       if (outcome === 'limit') throw new AppError('auth.passkeys.limit_reached');
       if (outcome === 'duplicate') throw invalidRegistration('this passkey is already registered.');
       if (outcome.noticed) onEmailQueued();
@@ -275,7 +302,7 @@ export function createPasskeysService(deps: PasskeysDeps): PasskeysService {
       await ownPasskey(user, passkeyId);
       const outcome = await db.transaction(async (tx) => {
         const deleted = await deletePasskey(tx, { id: passkeyId, userId: user.id });
-        return deleted === undefined ? undefined : { noticed: await notice(tx, user, 'passkey_removed', client, [passkeyNoticeName(deleted.name)]) };
+        return deleted === undefined ? undefined : { noticed: await notice(tx, user, 'passkey_removed', client, [passkeyNoticeLine(deleted)]) };
       });
       // Deleted meanwhile by a parallel request: it is gone, as asked, but this call did not delete it.
       if (outcome === undefined) throw new AppError('auth.passkeys.not_found');
@@ -284,7 +311,12 @@ export function createPasskeysService(deps: PasskeysDeps): PasskeysService {
       securityEvent(log, 'passkey.deleted', { userId: user.id, ip: client.ip });
     },
 
-    async signInOptions() {
+    async signInOptions(client) {
+      const verdict = await limiter.hit(rules.passkeyOptionsPerIp, client.ip ?? UNKNOWN_CLIENT);
+      if (!verdict.allowed) {
+        metrics.passkeySignIn('locked');
+        throw new AppError('auth.sign_in.too_many_attempts', { headers: { 'retry-after': String(verdict.retryAfterSeconds) } });
+      }
       const options = await generateAuthenticationOptions({ rpID: rp.rpId, userVerification: 'required', timeout: WEBAUTHN_CHALLENGE_TTL_SECONDS * 1000 });
       const cookie = newRefreshToken();
       const now = clock.now();

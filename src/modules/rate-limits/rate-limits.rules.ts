@@ -9,6 +9,14 @@ export const HOUR_WINDOW_SECONDS = 60 * 60;
 export const RESEND_WINDOW_SECONDS = 60;
 
 /**
+ * Passkey sign-in options a client may ask for per sign-in attempt it is allowed: a sign-in page
+ * asks for options when it loads, again after a cancelled prompt, and in every open tab, while
+ * each asks stores a challenge; four per allowed attempt bounds those writes without refusing a
+ * real page.
+ */
+export const PASSKEY_OPTIONS_PER_SIGN_IN = 4;
+
+/**
  * Names of the rules counted per account (`subject: 'account'`): their rows are keyed
  * `<name>:<user id>` in the clear, and account deletion deletes them (src/modules/accounts/).
  */
@@ -52,6 +60,8 @@ export interface RateLimitRules {
   readonly mfaSignInPerAccount: RateLimitRule;
   /** Wrong second-factor codes at sign-in per client network. */
   readonly mfaSignInPerIp: RateLimitRule;
+  /** Passkey sign-in options per client network, every one counted: each stores a challenge. */
+  readonly passkeyOptionsPerIp: RateLimitRule;
 }
 
 /** Builds the rules from the configured limits. */
@@ -75,5 +85,6 @@ export function rateLimitRules(settings: RateLimitSettings): RateLimitRules {
     mfaManagePerUser: { name: 'mfa_manage_user', subject: 'secret', limit: settings.signInPerIdentifier, windowSeconds: FAILURE_WINDOW_SECONDS },
     mfaSignInPerAccount: { name: 'mfa_sign_in_account', subject: 'secret', limit: settings.mfaPerAccount, windowSeconds: HOUR_WINDOW_SECONDS },
     mfaSignInPerIp: { name: 'mfa_sign_in_ip', subject: 'client', limit: settings.mfaPerIp, windowSeconds: FAILURE_WINDOW_SECONDS },
+    passkeyOptionsPerIp: { name: 'passkey_options_ip', subject: 'client', limit: settings.signInPerIp * PASSKEY_OPTIONS_PER_SIGN_IN, windowSeconds: FAILURE_WINDOW_SECONDS },
   };
 }
