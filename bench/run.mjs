@@ -1,5 +1,5 @@
 // `npm run bench`: measures the built service on this machine against reference
-// servers that show the ceiling, and writes docs/performance.json (raw) and the results
+// servers: the floor of each route (bench/floor-server.mjs) and the ceilings, and writes docs/performance.json (raw) and the results
 // section of docs/performance.md (medians and spread). Not a test: it asserts nothing and is
 // not part of `npm test` or .ci/run. See docs/performance.md for what it does and why.
 //
@@ -51,6 +51,7 @@ import {
   SCENARIOS,
   serviceEnv,
   serviceNodeFlags,
+  startFloor,
   startReference,
   startService,
   stopChild,
@@ -145,17 +146,24 @@ async function measurePair({ scenario, connections, service, api, data, refs, ar
     scenario.after?.(data);
     return { ...m, cpu };
   };
-  const argon2 = scenario.reference === 'hash' || scenario.reference === 'verify';
+  // The floors run on PostgreSQL only: the embedded pass (no `floor` in refs) uses the scenario's pgliteReference.
+  const reference = refs[scenario.reference] === undefined ? (scenario.pgliteReference ?? scenario.reference) : scenario.reference;
+  const argon2 = reference === 'hash' || reference === 'verify';
+  const floor = reference === 'floor';
   const parallel = Math.min(connections, argon2Parallel);
   const referenceSlice = async (s) => {
     if (argon2) {
-      const c = argon2Ceiling({ op: scenario.reference, parallel, seconds: s, warmupSeconds: ARGON2_SLICE_WARMUP_SECONDS, env });
+      const c = argon2Ceiling({ op: reference, parallel, seconds: s, warmupSeconds: ARGON2_SLICE_WARMUP_SECONDS, env });
       return { connections, seconds: c.seconds, ok: c.count, requests: c.count, latencies: c.latencies };
     }
-    const ref = refs[scenario.reference];
+    const ref = refs[reference];
+    // A floor answers the scenario's own requests (the same users, the same pool of refresh tokens).
+    if (floor) await scenario.prepare?.(api, data, { connections });
     const before = cpuSnapshot(ref.pid);
-    const m = await measure({ url: ref.url, requests: referenceRequests(scenario.reference), connections, seconds: s });
-    return { ...m, cpu: cpuDelta(before, cpuSnapshot(ref.pid)) };
+    const m = await measure({ url: ref.url, requests: floor ? scenario.requests(data) : referenceRequests(reference), connections, seconds: s });
+    const cpu = cpuDelta(before, cpuSnapshot(ref.pid));
+    if (floor) scenario.after?.(data);
+    return { ...m, cpu };
   };
   const load1 = loadAverage().one;
   // Warm-up: each side once, not recorded (the argon2id ceiling warms up in every slice).
@@ -173,7 +181,13 @@ async function measurePair({ scenario, connections, service, api, data, refs, ar
     }
   }
   const serviceResult = combineSlices(serviceSlices);
-  const kind = argon2 ? `argon2id ${scenario.reference === 'hash' ? 'hashes' : 'verifications'}/s, ${parallel} in parallel` : scenario.reference === 'empty' ? 'bare Fastify {}' : 'bare Fastify primary-key SELECT';
+  const kind = argon2
+    ? `argon2id ${reference === 'hash' ? 'hashes' : 'verifications'}/s, ${parallel} in parallel`
+    : floor
+      ? `floor (bench/floor-server.mjs)`
+      : reference === 'empty'
+        ? 'bare Fastify {}'
+        : 'bare Fastify primary-key SELECT';
   const referenceResult = { kind, ...combineSlices(referenceSlices), ...(argon2 ? { parallel } : {}) };
   const memory = memoryOf(service.pid);
   const ratio = referenceResult.reqPerSec > 0 ? serviceResult.reqPerSec / referenceResult.reqPerSec : null;
@@ -246,6 +260,7 @@ async function main() {
   const refs = {
     empty: track(await startReference({ args: ['empty'], env: refEnv, logFile: path.join(logDir, 'reference-empty.log') })),
     pk: track(await startReference({ args: ['pk', 'bench_pk_reference', idsFile], env: refEnv, logFile: path.join(logDir, 'reference-pk.log') })),
+    floor: track(await startFloor({ env, logFile: path.join(logDir, 'floor.log') })),
   };
 
   const passes = [];
@@ -257,7 +272,7 @@ async function main() {
     const result = await pass({ env, data, refs, argon2Parallel, seconds: settings.seconds, warmupSeconds: settings.warmupSeconds, rounds: settings.rounds, serviceFirst: r % 2 === 1, label: `pass${r}` });
     passes.push({ pass: r, quiet, startToReadyMs: startTimes, startToReadyMedianMs: median(startTimes), servicePeakRssMiB: result.servicePeakRssMiB, loadAfter: loadAverage(), results: result.results });
   }
-  await Promise.all([refs.empty.stop(), refs.pk.stop()]);
+  await Promise.all([refs.empty.stop(), refs.pk.stop(), refs.floor.stop()]);
 
   const pglite = settings.pglite ? await pglitePass({ keyFile, argon2Parallel, sessionRows }) : null;
 
