@@ -85,7 +85,8 @@ const ERASE_PARENT_SEAL_SQL = `UPDATE refresh_tokens p SET successor_ciphertext 
         WHERE p.id = ANY(ARRAY(
           SELECT q.id FROM refresh_tokens q JOIN rotated ON q.id = rotated.parent_id
            WHERE $3::text IS NOT NULL AND q.successor_ciphertext IS NOT NULL
-             FOR UPDATE OF q SKIP LOCKED))`;
+             FOR UPDATE OF q SKIP LOCKED))
+       RETURNING p.id`;
 
 /** The family of a token rotated by {@link rotateLiveRefreshToken}. */
 export interface RotatedRefreshToken {
@@ -94,26 +95,36 @@ export interface RotatedRefreshToken {
   session_expires_at: Date;
   /** The session's authentication methods (RFC 8176). */
   amr: string[];
+  /** The database's `clock_timestamp()` just before the statement committed (for `StatementDeadlines.observe`). */
+  database_now: Date;
 }
 
 /**
- * A refresh in its common case as one statement (docs/api.md#refresh-token-rotation, docs/performance.md). Run it
- * inside a transaction (`q` an open one), not on its own: a statement delivered late by a silent
- * network must not commit after its request gave up (docs/reliability.md). When the token with
- * `tokenHash` is live (never rotated) and its session is not revoked and has at least
- * {@link MIN_SESSION_LIFETIME_SECONDS} left at `now`, locks the token's and the session's rows (as
- * {@link lockRefreshToken} does), marks the token rotated, inserts `successor` as its child,
- * erases the sealed successor its parent holds ({@link ERASE_PARENT_SEAL_SQL}), and sets the
- * session's `last_used_at = now` unless it was set within `lastUsedResolutionSeconds`.
- * Parallel callers serialise on the row locks; one that waited re-checks the conditions on the
- * rows as committed (READ COMMITTED re-evaluation), so of two rotations of one token exactly one
- * succeeds and the other gets undefined.
+ * A refresh in its common case as one statement on its own (autocommit; docs/api.md#refresh-token-rotation,
+ * docs/performance.md). When the token with `tokenHash` is live (never rotated) and its session
+ * is not revoked and has at least {@link MIN_SESSION_LIFETIME_SECONDS} left at `now`, locks the
+ * token's and the session's rows (as {@link lockRefreshToken} does), marks the token rotated,
+ * inserts `successor` as its child, erases the sealed successor its parent holds
+ * ({@link ERASE_PARENT_SEAL_SQL}), and sets the session's `last_used_at = now` unless it was set
+ * within `lastUsedResolutionSeconds`. Parallel callers serialise on the row locks; one that
+ * waited re-checks the conditions on the rows as committed (READ COMMITTED re-evaluation), so of
+ * two rotations of one token exactly one succeeds and the other gets undefined.
+ *
+ * Last, once every lock is taken and every write done, it checks `deadline` against the
+ * database's clock (`statement_deadline_check`, migration 010): a statement that reached the
+ * server after its request stopped waiting (docs/reliability.md) fails with SQLSTATE 57014
+ * instead of committing. The check's argument reads every data-modifying CTE, so their lock
+ * waits are over before it runs; it sits in the select list, which is evaluated per returned
+ * row, after the rotation (a condition naming no column would run first, as a one-time filter).
  *
  * @param successor the replacing token: its id, SHA-256 hash, and the successor sealed under the
  *   presented token (grace window) or null (strict rule), as {@link markRotated} stores it.
+ * @param deadline the database-clock time after which the statement must not commit, or null
+ *   to check nothing (`StatementDeadlines.next`).
  * @returns the family, or undefined when nothing was rotated (no such token, already rotated,
  *   or its session ended): the caller decides between reuse, grace and invalid with
  *   {@link lockRefreshToken} in a transaction of its own.
+ * @throws the driver's error with SQLSTATE 57014 when the deadline had passed (nothing committed).
  */
 export async function rotateLiveRefreshToken(
   q: Queryable,
@@ -122,9 +133,10 @@ export async function rotateLiveRefreshToken(
     now: Date;
     successor: { id: string; tokenHash: string; ciphertext: string | null };
     lastUsedResolutionSeconds: number;
+    deadline: Date | null;
   },
 ): Promise<RotatedRefreshToken | undefined> {
-  const { rows } = await q.query<RotatedRefreshToken>(
+  const { rows } = await q.query<RotatedRefreshToken & { in_time: boolean }>(
     `WITH live AS (
        SELECT rt.id, rt.session_id, rt.parent_id, s.user_id, s.expires_at, s.amr
          FROM refresh_tokens rt JOIN sessions s ON s.id = rt.session_id
@@ -140,16 +152,24 @@ export async function rotateLiveRefreshToken(
      ), successor AS (
        INSERT INTO refresh_tokens (id, session_id, token_hash, parent_id, created_at)
        SELECT $4, session_id, $5, id, $2 FROM rotated
+       RETURNING id
      ), touched AS (
        UPDATE sessions s SET last_used_at = $2
          FROM rotated
         WHERE s.id = rotated.session_id
           AND (s.last_used_at IS NULL OR s.last_used_at <= $2::timestamptz - make_interval(secs => $6))
+       RETURNING s.id
      )
-     SELECT session_id, user_id, expires_at AS session_expires_at, amr FROM rotated`,
-    [t.tokenHash, t.now, t.successor.ciphertext, t.successor.id, t.successor.tokenHash, t.lastUsedResolutionSeconds, MIN_SESSION_LIFETIME_SECONDS],
+     SELECT session_id, user_id, expires_at AS session_expires_at, amr,
+            statement_deadline_check($8::timestamptz,
+              (SELECT count(*) FROM unsealed) + (SELECT count(*) FROM successor) + (SELECT count(*) FROM touched)) AS in_time,
+            clock_timestamp() AS database_now
+       FROM rotated`,
+    [t.tokenHash, t.now, t.successor.ciphertext, t.successor.id, t.successor.tokenHash, t.lastUsedResolutionSeconds, MIN_SESSION_LIFETIME_SECONDS, t.deadline],
   );
-  return rows[0];
+  const row = rows[0];
+  if (row === undefined) return undefined;
+  return { session_id: row.session_id, user_id: row.user_id, session_expires_at: row.session_expires_at, amr: row.amr, database_now: row.database_now };
 }
 
 /**

@@ -1,11 +1,11 @@
 import { randomUUID } from 'node:crypto';
 import type { FastifyBaseLogger } from 'fastify';
 import type { Clock } from '../../clock.js';
-import type { Db, Queryable } from '../../db/db.js';
+import type { Db } from '../../db/db.js';
 import { AppError } from '../../errors.js';
 import { createAuthMetrics, type AuthMetrics } from '../../metrics.js';
 import type { PasswordHasher } from '../../crypto/password.js';
-import { isRefreshTokenText, newRefreshToken, sha256 } from '../../crypto/secrets.js';
+import { newRefreshToken, sha256 } from '../../crypto/secrets.js';
 import { UUID_PATTERN, type AccessTokenService } from '../tokens/access-token.service.js';
 import { normalizeEmail, normalizePhone, normalizeUsername } from '../users/identifiers.js';
 import { findUserById, upgradePasswordHash, usersByIdentifiersQuery, type UserRow } from '../users/users.repo.js';
@@ -14,21 +14,12 @@ import { securityEvent } from '../audit/security-events.js';
 import type { RateLimitRules } from '../rate-limits/rate-limits.rules.js';
 import type { RateLimiter, RateLimitVerdict } from '../rate-limits/rate-limits.service.js';
 import { clientNetwork } from '../rate-limits/client-network.js';
-import { isWithinGraceWindow, liveTokenWithinGrace, successorCiphertextFor } from './refresh-grace.js';
-import {
-  hasCookieLifetimeLeft,
-  insertRefreshToken,
-  lockRefreshToken,
-  markRotated,
-  rotateLiveRefreshToken,
-  type LockedRefreshToken,
-} from './refresh-tokens.repo.js';
+import { createRefresh } from './refresh.js';
 import { insertChallenge } from '../mfa/mfa.repo.js';
 import {
   createSignInSession,
   findActiveSessionWithUser,
   findSessionOwner,
-  LAST_USED_RESOLUTION_SECONDS,
   listActiveSessions,
   revokeAllSessions,
   revokeSession,
@@ -139,9 +130,9 @@ export interface SessionsService {
   startSession(user: UserRow, c: { checkedHash: string; amr: readonly string[]; client: ClientContext }): Promise<IssuedTokens | undefined>;
   /**
    * Rotates a refresh token (docs/api.md#refresh-token-rotation): locks its row and session, rejects a revoked or
-   * expired session, marks the token rotated and inserts its successor, all in one transaction
-   * (one statement when the token is live, `rotateLiveRefreshToken`), then signs an access
-   * token. A rotated token presented again is reuse: the session is revoked
+   * expired session, marks the token rotated and inserts its successor, atomically (one
+   * statement when the token is live, `rotateLiveRefreshToken`, else one transaction; refresh.ts),
+   * then signs an access token. A rotated token presented again is reuse: the session is revoked
    * (that revocation commits), a warning is logged, and the call fails. Exception, with
    * `refreshReuseGraceSeconds` > 0: the immediate parent of the live token, presented within
    * that many seconds of its rotation, gets the same live token back (see refresh-grace.ts);
@@ -255,7 +246,7 @@ export function createSessionsService(deps: SessionsDeps): SessionsService {
     })().catch((err: unknown) => log.warn({ err, userId }, 'password hash upgrade failed'));
   };
 
-  const { refreshReuseGraceSeconds } = deps;
+  const refresh = createRefresh({ db, clock, accessTokens, refreshReuseGraceSeconds: deps.refreshReuseGraceSeconds, log, metrics });
 
   /**
    * A new session for `userId`, ready to be created: its id and first refresh token, its access
@@ -284,18 +275,6 @@ export function createSessionsService(deps: SessionsDeps): SessionsService {
         amr,
       });
     return { sessionId, refreshToken, signing, create };
-  };
-
-  const secondsUntil = (when: Date, now: Date): number => Math.max(0, Math.floor((when.getTime() - now.getTime()) / 1000));
-
-  /**
-   * The end of a successful refresh, inside its transaction: records the use of the session and
-   * signs an access token for the family of `token`; `refreshToken` goes into the cookie.
-   */
-  const finishRefresh = async (tx: Queryable, token: LockedRefreshToken, refreshToken: string, now: Date): Promise<IssuedTokens> => {
-    await touchSession(tx, token.session_id, now);
-    const accessToken = await accessTokens.sign({ userId: token.user_id, sessionId: token.session_id, amr: token.amr });
-    return { sessionId: token.session_id, accessToken, refreshToken, refreshMaxAgeSeconds: secondsUntil(token.session_expires_at, now) };
   };
 
   return {
@@ -380,80 +359,8 @@ export function createSessionsService(deps: SessionsDeps): SessionsService {
       return { sessionId, accessToken, refreshToken, refreshMaxAgeSeconds: sessionTtlSeconds };
     },
 
-    async refresh(presented, client) {
-      if (presented === undefined || presented === '') {
-        metrics.refresh('missing');
-        throw new AppError('auth.missing_refresh_token');
-      }
-      // Only the canonical spelling of 32 bytes is ours; any other text (another spelling of a
-      // live token included) is invalid before anything is read or sealed.
-      if (!isRefreshTokenText(presented)) {
-        metrics.refresh('invalid');
-        throw new AppError('auth.invalid_refresh_token');
-      }
-      const now = clock.now();
-      const presentedHash = sha256(presented);
-      // The common case, a live token of a live session, is one statement and the access token
-      // is signed after it commits (docs/performance.md). Anything else (unknown, rotated: reuse
-      // or grace, ended) is decided by the locking transaction below. The statement runs inside
-      // BEGIN/COMMIT rather than on its own: a statement held up by a silent network reaches the
-      // server after this request answered 503; on its own it would still commit, rotating the
-      // token the client will present again (reuse, and the session revoked). In a transaction
-      // it waits for a COMMIT that is never sent, and rolls back (docs/reliability.md).
-      const successorToken = newRefreshToken();
-      const rotated = await db.transaction((tx) =>
-        rotateLiveRefreshToken(tx, {
-          tokenHash: presentedHash,
-          now,
-          successor: { id: randomUUID(), tokenHash: sha256(successorToken), ciphertext: successorCiphertextFor(refreshReuseGraceSeconds, presented, successorToken) },
-          lastUsedResolutionSeconds: LAST_USED_RESOLUTION_SECONDS,
-        }),
-      );
-      if (rotated !== undefined) {
-        const accessToken = await accessTokens.sign({ userId: rotated.user_id, sessionId: rotated.session_id, amr: rotated.amr });
-        metrics.refresh('rotated');
-        return { sessionId: rotated.session_id, accessToken, refreshToken: successorToken, refreshMaxAgeSeconds: secondsUntil(rotated.session_expires_at, now) };
-      }
-      const outcome = await db.transaction(async (tx) => {
-        const token = await lockRefreshToken(tx, presentedHash);
-        if (token === undefined) return { kind: 'invalid' } as const;
-        const family = { sessionId: token.session_id, userId: token.user_id };
-        if (token.rotated_at !== null) {
-          // Within its grace window in the session's last second: the replay could only hand out
-          // a cookie with Max-Age=0, and two tabs racing is no reuse. Invalid, like any refresh there.
-          const lastSecond = token.session_revoked_at === null && token.session_expires_at > now && !hasCookieLifetimeLeft(token.session_expires_at, now);
-          if (lastSecond && isWithinGraceWindow(token.rotated_at, now, refreshReuseGraceSeconds)) return { kind: 'invalid' } as const;
-          // docs/api.md#reuse-grace-window grace window: the live token's immediate parent, shortly after its
-          // rotation, gets that same live token back. Everything else rotated is reuse.
-          const live = await liveTokenWithinGrace(tx, token, presented, { graceSeconds: refreshReuseGraceSeconds, now });
-          if (live !== undefined) return { kind: 'replayed', ...family, tokens: await finishRefresh(tx, token, live, now) } as const;
-          const revoked = await revokeSession(tx, token.session_id, 'refresh_token_reuse', now);
-          return { kind: 'reused', revoked, ...family } as const;
-        }
-        if (token.session_revoked_at !== null || !hasCookieLifetimeLeft(token.session_expires_at, now)) return { kind: 'invalid' } as const;
-        const refreshToken = newRefreshToken();
-        await markRotated(tx, token.id, now, successorCiphertextFor(refreshReuseGraceSeconds, presented, refreshToken));
-        await insertRefreshToken(tx, { id: randomUUID(), sessionId: token.session_id, tokenHash: sha256(refreshToken), parentId: token.id, now });
-        return { kind: 'rotated', tokens: await finishRefresh(tx, token, refreshToken, now) } as const;
-      });
-      switch (outcome.kind) {
-        case 'rotated':
-          metrics.refresh('rotated');
-          return outcome.tokens;
-        case 'replayed':
-          metrics.refresh('grace_replay');
-          log.info({ event: 'refresh_token_grace_replay', sessionId: outcome.sessionId, userId: outcome.userId }, 'parent refresh token presented within the grace window; live token returned');
-          return outcome.tokens;
-        case 'reused':
-          metrics.refresh('reused');
-          if (outcome.revoked) metrics.sessionsRevoked('refresh_token_reuse');
-          // Spec §1 rule 4 / §3: reuse is an operational signal. Never log the token itself.
-          securityEvent(log, 'refresh_token.reused', { sessionId: outcome.sessionId, userId: outcome.userId, ip: client.ip, reason: 'session revoked' });
-          throw new AppError('auth.refresh_token_reused');
-        case 'invalid':
-          metrics.refresh('invalid');
-          throw new AppError('auth.invalid_refresh_token');
-      }
+    refresh(presented, client) {
+      return refresh(presented, client.ip);
     },
 
     async authenticate(authorization) {

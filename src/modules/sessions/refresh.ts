@@ -1,0 +1,131 @@
+import { randomUUID } from 'node:crypto';
+import type { FastifyBaseLogger } from 'fastify';
+import type { Clock } from '../../clock.js';
+import type { Db, Queryable } from '../../db/db.js';
+import { createStatementDeadlines } from '../../db/statement-deadline.js';
+import { AppError } from '../../errors.js';
+import type { AuthMetrics } from '../../metrics.js';
+import { isRefreshTokenText, newRefreshToken, sha256 } from '../../crypto/secrets.js';
+import type { AccessTokenService } from '../tokens/access-token.service.js';
+import { securityEvent } from '../audit/security-events.js';
+import { isWithinGraceWindow, liveTokenWithinGrace, successorCiphertextFor } from './refresh-grace.js';
+import { hasCookieLifetimeLeft, insertRefreshToken, lockRefreshToken, markRotated, rotateLiveRefreshToken, type LockedRefreshToken } from './refresh-tokens.repo.js';
+import { LAST_USED_RESOLUTION_SECONDS, revokeSession, touchSession } from './sessions.repo.js';
+import type { IssuedTokens } from './sessions.service.js';
+
+/** Dependencies of {@link createRefresh}: the matching fields of the sessions service's. */
+export interface RefreshDeps {
+  readonly db: Db;
+  readonly clock: Clock;
+  readonly accessTokens: AccessTokenService;
+  /** `REFRESH_REUSE_GRACE_SECONDS` (0 to 300): 0 is the strict reuse rule (docs/api.md#reuse-grace-window). */
+  readonly refreshReuseGraceSeconds: number;
+  readonly log: FastifyBaseLogger;
+  readonly metrics: AuthMetrics;
+}
+
+/** What the locking transaction decided for a token the one-statement rotation did not rotate. */
+type SlowOutcome =
+  | { readonly kind: 'invalid' }
+  | { readonly kind: 'rotated' | 'replayed'; readonly sessionId: string; readonly userId: string; readonly tokens: IssuedTokens }
+  | { readonly kind: 'reused'; readonly revoked: boolean; readonly sessionId: string; readonly userId: string };
+
+const MS_PER_SECOND = 1000;
+const secondsUntil = (when: Date, now: Date): number => Math.max(0, Math.floor((when.getTime() - now.getTime()) / MS_PER_SECOND));
+
+/**
+ * Refresh-token rotation (docs/api.md#refresh-token-rotation), the `refresh` of the sessions
+ * service. The common case, a live token of a live session, is one statement on its own
+ * (`rotateLiveRefreshToken`: one round trip, one commit) followed by the access token's
+ * signature; anything else (unknown, rotated: reuse or grace, ended) is decided by a locking
+ * transaction (`decide`). The statement is not wrapped in BEGIN/COMMIT: a copy of it held back
+ * by a silent network, reaching the server after this request answered 503, would then commit
+ * on its own and rotate the token the client presents again (reuse, and the session revoked).
+ * It checks a deadline on the database's clock instead, after its locks and writes and before
+ * it commits (src/db/statement-deadline.ts, docs/reliability.md), which costs no round trip.
+ *
+ * @returns `refresh(presented, ip)`, as {@link SessionsService.refresh} documents it.
+ */
+export function createRefresh(deps: RefreshDeps): (presented: string | undefined, ip: string | null) => Promise<IssuedTokens> {
+  const { db, clock, accessTokens, refreshReuseGraceSeconds, log, metrics } = deps;
+  const deadlines = createStatementDeadlines(db);
+
+  /** Records the use of the session and signs an access token for the family of `token`; `refreshToken` goes into the cookie. */
+  const finish = async (tx: Queryable, token: LockedRefreshToken, refreshToken: string, now: Date): Promise<IssuedTokens> => {
+    await touchSession(tx, token.session_id, now);
+    const accessToken = await accessTokens.sign({ userId: token.user_id, sessionId: token.session_id, amr: token.amr });
+    return { sessionId: token.session_id, accessToken, refreshToken, refreshMaxAgeSeconds: secondsUntil(token.session_expires_at, now) };
+  };
+
+  /** The locking transaction for a token that was not live: invalid, grace replay, reuse, or a rotation after all. */
+  const decide = (presented: string, presentedHash: string, now: Date): Promise<SlowOutcome> =>
+    db.transaction(async (tx): Promise<SlowOutcome> => {
+      const token = await lockRefreshToken(tx, presentedHash);
+      if (token === undefined) return { kind: 'invalid' };
+      const family = { sessionId: token.session_id, userId: token.user_id };
+      if (token.rotated_at !== null) {
+        // Within its grace window in the session's last second: the replay could only hand out
+        // a cookie with Max-Age=0, and two tabs racing is no reuse. Invalid, like any refresh there.
+        const lastSecond = token.session_revoked_at === null && token.session_expires_at > now && !hasCookieLifetimeLeft(token.session_expires_at, now);
+        if (lastSecond && isWithinGraceWindow(token.rotated_at, now, refreshReuseGraceSeconds)) return { kind: 'invalid' };
+        // docs/api.md#reuse-grace-window: the live token's immediate parent, shortly after its
+        // rotation, gets that same live token back. Everything else rotated is reuse.
+        const live = await liveTokenWithinGrace(tx, token, presented, { graceSeconds: refreshReuseGraceSeconds, now });
+        if (live !== undefined) return { kind: 'replayed', ...family, tokens: await finish(tx, token, live, now) };
+        return { kind: 'reused', revoked: await revokeSession(tx, token.session_id, 'refresh_token_reuse', now), ...family };
+      }
+      if (token.session_revoked_at !== null || !hasCookieLifetimeLeft(token.session_expires_at, now)) return { kind: 'invalid' };
+      const refreshToken = newRefreshToken();
+      await markRotated(tx, token.id, now, successorCiphertextFor(refreshReuseGraceSeconds, presented, refreshToken));
+      await insertRefreshToken(tx, { id: randomUUID(), sessionId: token.session_id, tokenHash: sha256(refreshToken), parentId: token.id, now });
+      return { kind: 'rotated', ...family, tokens: await finish(tx, token, refreshToken, now) };
+    });
+
+  return async (presented, ip) => {
+    if (presented === undefined || presented === '') {
+      metrics.refresh('missing');
+      throw new AppError('auth.missing_refresh_token');
+    }
+    // Only the canonical spelling of 32 bytes is ours; any other text (another spelling of a
+    // live token included) is invalid before anything is read or sealed.
+    if (!isRefreshTokenText(presented)) {
+      metrics.refresh('invalid');
+      throw new AppError('auth.invalid_refresh_token');
+    }
+    const now = clock.now();
+    const presentedHash = sha256(presented);
+    const successorToken = newRefreshToken();
+    const rotated = await rotateLiveRefreshToken(db, {
+      tokenHash: presentedHash,
+      now,
+      successor: { id: randomUUID(), tokenHash: sha256(successorToken), ciphertext: successorCiphertextFor(refreshReuseGraceSeconds, presented, successorToken) },
+      lastUsedResolutionSeconds: LAST_USED_RESOLUTION_SECONDS,
+      deadline: await deadlines.next(),
+    });
+    if (rotated !== undefined) {
+      deadlines.observe(rotated.database_now);
+      const accessToken = await accessTokens.sign({ userId: rotated.user_id, sessionId: rotated.session_id, amr: rotated.amr });
+      metrics.refresh('rotated');
+      return { sessionId: rotated.session_id, accessToken, refreshToken: successorToken, refreshMaxAgeSeconds: secondsUntil(rotated.session_expires_at, now) };
+    }
+    const outcome = await decide(presented, presentedHash, now);
+    switch (outcome.kind) {
+      case 'rotated':
+        metrics.refresh('rotated');
+        return outcome.tokens;
+      case 'replayed':
+        metrics.refresh('grace_replay');
+        log.info({ event: 'refresh_token_grace_replay', sessionId: outcome.sessionId, userId: outcome.userId }, 'parent refresh token presented within the grace window; live token returned');
+        return outcome.tokens;
+      case 'reused':
+        metrics.refresh('reused');
+        if (outcome.revoked) metrics.sessionsRevoked('refresh_token_reuse');
+        // Reuse is an operational signal (docs/security.md). Never log the token itself.
+        securityEvent(log, 'refresh_token.reused', { sessionId: outcome.sessionId, userId: outcome.userId, ip, reason: 'session revoked' });
+        throw new AppError('auth.refresh_token_reused');
+      case 'invalid':
+        metrics.refresh('invalid');
+        throw new AppError('auth.invalid_refresh_token');
+    }
+  };
+}
