@@ -7,6 +7,7 @@ import type { TestContext } from '../helpers/context.js';
 import { createTestDatabase, type TestDatabase } from '../helpers/database.js';
 import { createVerifiedUser, postJson, refresh, refreshCookieOf, signIn, signUp, withBearer } from '../helpers/flows.js';
 import { createAppContext, ON_POSTGRES } from './helpers/app-context.js';
+import { sha256 } from '../../src/crypto/secrets.js';
 import { startTcpProxy, type TcpProxy } from './helpers/tcp-proxy.js';
 
 /**
@@ -24,6 +25,14 @@ const FAST_FAILURE_MS = 2_000;
  * 2-core machine.
  */
 const SILENT_FAILURE_MS = Math.max(DEFAULT_CONNECTION_TIMEOUT_MS, QUERY_TIMEOUT_MS) + 2_000;
+
+/** How often, and how many times, the test looks for held-back bytes reaching the server after the network heals. */
+const DELIVERY_POLL_MS = 20;
+const DELIVERY_POLLS = 100;
+/** Time for the server to run a statement delivered late, before the test reads the rows. */
+const DELIVERY_SETTLE_MS = 500;
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** The answer and how long it took. */
 interface Timed {
@@ -127,6 +136,32 @@ describe.runIf(ON_POSTGRES)('database outage (PostgreSQL only: PGlite runs in-pr
 
     proxy.setMode('forward');
     await expectRecovered(session);
+  });
+
+  it('a rotation held back by a silent network reaches PostgreSQL after its request answered 503: it does not commit, the token stays the live one', async () => {
+    const session = await signIn(ctx, { username: user.username, password: user.password });
+    // A first refresh: the service has read the database's clock since, so the next refresh
+    // sends its rotation statement at once (src/db/statement-deadline.ts).
+    const first = await refresh(ctx, session.refreshToken);
+    expect(first.statusCode, first.body).toBe(200);
+    const live = refreshCookieOf(first).value;
+
+    proxy.setMode('blackhole');
+    const held = await timed(refresh(ctx, live));
+    expectUnavailable(held, SILENT_FAILURE_MS, 'refresh held back');
+    const forwardedBefore = proxy.forwardedBytes;
+    // The network heals: the statement held back flows on and reaches the server now, after the
+    // request answered 503 and after the deadline it carries.
+    proxy.setMode('forward');
+    for (let i = 0; i < DELIVERY_POLLS && proxy.forwardedBytes === forwardedBefore; i++) await sleep(DELIVERY_POLL_MS);
+    expect(proxy.forwardedBytes, 'the held-back statement was delivered').toBeGreaterThan(forwardedBefore);
+    await sleep(DELIVERY_SETTLE_MS);
+
+    const rows = await database.db.query<{ rotated_at: Date | null }>('SELECT rotated_at FROM refresh_tokens WHERE token_hash = $1', [sha256(live)]);
+    expect(rows.rows).toEqual([{ rotated_at: null }]);
+    const r = await refresh(ctx, live);
+    expect(r.statusCode, r.body).toBe(200);
+    expect(r.json().session_id).toBe(session.sessionId);
   });
 
   it('a statement stuck behind a lock is cancelled by statement_timeout: 503, not a hang; the lock gone, refresh works', async () => {

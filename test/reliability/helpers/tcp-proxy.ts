@@ -17,6 +17,8 @@ export interface TcpProxy {
   setMode(mode: ProxyMode): void;
   /** Connections accepted so far. */
   readonly accepted: number;
+  /** Bytes written to the target so far, over every connection (held-back bytes count once delivered). */
+  readonly forwardedBytes: number;
   close(): Promise<void>;
 }
 
@@ -32,6 +34,8 @@ interface Pair {
 export async function startTcpProxy(target: { port: number }): Promise<TcpProxy> {
   let mode: ProxyMode = 'forward';
   let accepted = 0;
+  /** Bytes written to the target by upstream connections that have closed. */
+  let closedForwardedBytes = 0;
   const pairs = new Set<Pair>();
 
   const destroy = (pair: Pair): void => {
@@ -52,7 +56,10 @@ export async function startTcpProxy(target: { port: number }): Promise<TcpProxy>
       const upstream = connect({ host: '127.0.0.1', port: target.port });
       pair.server = upstream;
       upstream.on('error', () => destroy(pair));
-      upstream.on('close', () => destroy(pair));
+      upstream.on('close', () => {
+        closedForwardedBytes += upstream.bytesWritten;
+        destroy(pair);
+      });
     }
     pair.client.pipe(pair.server);
     pair.server.pipe(pair.client);
@@ -62,7 +69,9 @@ export async function startTcpProxy(target: { port: number }): Promise<TcpProxy>
     accepted++;
     const pair: Pair = { client, server: undefined };
     client.on('error', () => destroy(pair));
-    client.on('close', () => destroy(pair));
+    // The client closed: what it sent still reaches the target, then the close (TCP delivers the
+    // data before the FIN), so the upstream is ended, not destroyed; its own 'close' cleans up.
+    client.on('close', () => (pair.server === undefined || pair.server.destroyed ? destroy(pair) : pair.server.end()));
     if (mode === 'reset') {
       client.resetAndDestroy();
       return;
@@ -80,6 +89,9 @@ export async function startTcpProxy(target: { port: number }): Promise<TcpProxy>
     port: (server.address() as AddressInfo).port,
     get accepted() {
       return accepted;
+    },
+    get forwardedBytes() {
+      return closedForwardedBytes + [...pairs].reduce((sum, pair) => sum + (pair.server?.bytesWritten ?? 0), 0);
     },
     setMode(next) {
       const previous = mode;
