@@ -50,8 +50,9 @@ export function isWithinGraceWindow(rotatedAt: Date, now: Date, graceSeconds: nu
  * the sealed successor opens with the presented token and hashes to that child.
  *
  * Must run in the refresh transaction after `lockRefreshToken` locked `token` and its
- * session row: every rotation of the family takes that lock too, so the child cannot move on
- * between this check and the commit. Reads only; it never creates or changes a token.
+ * session row (`FOR UPDATE`): every rotation of the family needs a lock on that row too (the
+ * key-share lock of its successor's foreign key, which `FOR UPDATE` excludes), so no rotation of
+ * the child commits between this check and the commit. Reads only; it never creates or changes a token.
  *
  * @param q the refresh transaction.
  * @param token the locked row of the presented token; must be rotated.

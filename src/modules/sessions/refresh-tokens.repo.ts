@@ -102,13 +102,17 @@ export interface RotatedRefreshToken {
 /**
  * A refresh in its common case as one statement on its own (autocommit; docs/api.md#refresh-token-rotation,
  * docs/performance.md). When the token with `tokenHash` is live (never rotated) and its session
- * is not revoked and has at least {@link MIN_SESSION_LIFETIME_SECONDS} left at `now`, locks the
- * token's and the session's rows (as {@link lockRefreshToken} does), marks the token rotated,
- * inserts `successor` as its child, erases the sealed successor its parent holds
+ * is not revoked and has at least {@link MIN_SESSION_LIFETIME_SECONDS} left at `now`, marks the
+ * token rotated, inserts `successor` as its child, erases the sealed successor its parent holds
  * ({@link ERASE_PARENT_SEAL_SQL}), and sets the session's `last_used_at = now` unless it was set
- * within `lastUsedResolutionSeconds`. Parallel callers serialise on the row locks; one that
- * waited re-checks the conditions on the rows as committed (READ COMMITTED re-evaluation), so of
- * two rotations of one token exactly one succeeds and the other gets undefined.
+ * within `lastUsedResolutionSeconds`. The guarded UPDATE locks the token's row: parallel
+ * rotations of one token serialise on it, and one that waited re-checks "not yet rotated" on the
+ * row as committed (READ COMMITTED re-evaluation), so exactly one succeeds and the others get
+ * undefined. The session's row is read, not locked up front (the successor's foreign key takes
+ * a key-share lock on it, which revocations do not conflict with): a revocation committing
+ * meanwhile orders after this rotation, and every later use of the family checks the session
+ * (docs/api.md#bearer-authentication). Locks come in the order of {@link lockRefreshToken}'s:
+ * the token, then its session.
  *
  * Last, once every lock is taken and every write done, it checks `deadline` against the
  * database's clock (`statement_deadline_check`, migration 010): a statement that reached the
@@ -137,16 +141,13 @@ export async function rotateLiveRefreshToken(
   },
 ): Promise<RotatedRefreshToken | undefined> {
   const { rows } = await q.query<RotatedRefreshToken & { in_time: boolean }>(
-    `WITH live AS (
-       SELECT rt.id, rt.session_id, rt.parent_id, s.user_id, s.expires_at, s.amr
-         FROM refresh_tokens rt JOIN sessions s ON s.id = rt.session_id
-        WHERE rt.token_hash = $1 AND rt.rotated_at IS NULL AND s.revoked_at IS NULL
-          AND s.expires_at >= $2::timestamptz + make_interval(secs => $7)
-        FOR UPDATE
-     ), rotated AS (
+    `WITH rotated AS (
        UPDATE refresh_tokens rt SET rotated_at = $2, successor_ciphertext = $3
-         FROM live WHERE rt.id = live.id AND rt.rotated_at IS NULL
-       RETURNING live.id, live.session_id, live.parent_id, live.user_id, live.expires_at, live.amr
+         FROM sessions s
+        WHERE rt.token_hash = $1 AND rt.rotated_at IS NULL
+          AND s.id = rt.session_id AND s.revoked_at IS NULL
+          AND s.expires_at >= $2::timestamptz + make_interval(secs => $7)
+       RETURNING rt.id, rt.session_id, rt.parent_id, s.user_id, s.expires_at, s.amr
      ), unsealed AS (
        ${ERASE_PARENT_SEAL_SQL}
      ), successor AS (
