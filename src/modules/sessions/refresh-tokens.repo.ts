@@ -88,6 +88,36 @@ const ERASE_PARENT_SEAL_SQL = `UPDATE refresh_tokens p SET successor_ciphertext 
              FOR UPDATE OF q SKIP LOCKED))
        RETURNING p.id`;
 
+/**
+ * The statement of {@link rotateLiveRefreshToken}; with `unseal`, it also erases the parent's
+ * seal ({@link ERASE_PARENT_SEAL_SQL}; grace window on). Under the strict rule nothing is sealed,
+ * so that part is left out of the statement rather than skipped at run time. The deadline check
+ * reads the count of every data-modifying CTE (see rotateLiveRefreshToken).
+ */
+function rotationSql(unseal: boolean): string {
+  return `WITH rotated AS (
+       UPDATE refresh_tokens rt SET rotated_at = $2, successor_ciphertext = $3
+         FROM sessions s
+        WHERE rt.token_hash = $1 AND rt.rotated_at IS NULL
+          AND s.id = rt.session_id AND s.revoked_at IS NULL
+          AND s.expires_at >= $2::timestamptz + make_interval(secs => $7)
+       RETURNING rt.id, rt.session_id, rt.parent_id, s.user_id, s.expires_at, s.amr,
+                 (s.last_used_at IS NULL OR s.last_used_at <= $2::timestamptz - make_interval(secs => $6)) AS last_use_stale
+     ), ${unseal ? `unsealed AS (
+       ${ERASE_PARENT_SEAL_SQL}
+     ), ` : ''}successor AS (
+       INSERT INTO refresh_tokens (id, session_id, token_hash, parent_id, created_at)
+       SELECT $4, session_id, $5, id, $2 FROM rotated
+       RETURNING id
+     )
+     SELECT session_id, user_id, expires_at AS session_expires_at, amr, last_use_stale,
+            statement_deadline_check($8::timestamptz, (SELECT count(*) FROM successor)${unseal ? ' + (SELECT count(*) FROM unsealed)' : ''}) AS in_time,
+            clock_timestamp() AS database_now
+       FROM rotated`;
+}
+const ROTATE_SQL = rotationSql(false);
+const ROTATE_AND_UNSEAL_SQL = rotationSql(true);
+
 /** The family of a token rotated by {@link rotateLiveRefreshToken}. */
 export interface RotatedRefreshToken {
   session_id: string;
@@ -95,6 +125,8 @@ export interface RotatedRefreshToken {
   session_expires_at: Date;
   /** The session's authentication methods (RFC 8176). */
   amr: string[];
+  /** `last_used_at` was unset or at least `lastUsedResolutionSeconds` old: the caller records the use (`touchSession`). */
+  last_use_stale: boolean;
   /** The database's `clock_timestamp()` just before the statement committed (for `StatementDeadlines.observe`). */
   database_now: Date;
 }
@@ -104,8 +136,9 @@ export interface RotatedRefreshToken {
  * docs/performance.md). When the token with `tokenHash` is live (never rotated) and its session
  * is not revoked and has at least {@link MIN_SESSION_LIFETIME_SECONDS} left at `now`, marks the
  * token rotated, inserts `successor` as its child, erases the sealed successor its parent holds
- * ({@link ERASE_PARENT_SEAL_SQL}), and sets the session's `last_used_at = now` unless it was set
- * within `lastUsedResolutionSeconds`. The guarded UPDATE locks the token's row: parallel
+ * ({@link ERASE_PARENT_SEAL_SQL}; only when `successor.ciphertext` is set), and tells whether
+ * the session's `last_used_at` is older than `lastUsedResolutionSeconds` (the caller then
+ * touches it, at most once a minute, outside the hot statement). The guarded UPDATE locks the token's row: parallel
  * rotations of one token serialise on it, and one that waited re-checks "not yet rotated" on the
  * row as committed (READ COMMITTED re-evaluation), so exactly one succeeds and the others get
  * undefined. The session's row is read, not locked up front (the successor's foreign key takes
@@ -140,37 +173,21 @@ export async function rotateLiveRefreshToken(
     deadline: Date | null;
   },
 ): Promise<RotatedRefreshToken | undefined> {
-  const { rows } = await q.query<RotatedRefreshToken & { in_time: boolean }>(
-    `WITH rotated AS (
-       UPDATE refresh_tokens rt SET rotated_at = $2, successor_ciphertext = $3
-         FROM sessions s
-        WHERE rt.token_hash = $1 AND rt.rotated_at IS NULL
-          AND s.id = rt.session_id AND s.revoked_at IS NULL
-          AND s.expires_at >= $2::timestamptz + make_interval(secs => $7)
-       RETURNING rt.id, rt.session_id, rt.parent_id, s.user_id, s.expires_at, s.amr
-     ), unsealed AS (
-       ${ERASE_PARENT_SEAL_SQL}
-     ), successor AS (
-       INSERT INTO refresh_tokens (id, session_id, token_hash, parent_id, created_at)
-       SELECT $4, session_id, $5, id, $2 FROM rotated
-       RETURNING id
-     ), touched AS (
-       UPDATE sessions s SET last_used_at = $2
-         FROM rotated
-        WHERE s.id = rotated.session_id
-          AND (s.last_used_at IS NULL OR s.last_used_at <= $2::timestamptz - make_interval(secs => $6))
-       RETURNING s.id
-     )
-     SELECT session_id, user_id, expires_at AS session_expires_at, amr,
-            statement_deadline_check($8::timestamptz,
-              (SELECT count(*) FROM unsealed) + (SELECT count(*) FROM successor) + (SELECT count(*) FROM touched)) AS in_time,
-            clock_timestamp() AS database_now
-       FROM rotated`,
-    [t.tokenHash, t.now, t.successor.ciphertext, t.successor.id, t.successor.tokenHash, t.lastUsedResolutionSeconds, MIN_SESSION_LIFETIME_SECONDS, t.deadline],
-  );
+  const sql = t.successor.ciphertext === null ? ROTATE_SQL : ROTATE_AND_UNSEAL_SQL;
+  const { rows } = await q.query<RotatedRefreshToken & { in_time: boolean }>(sql, [
+    t.tokenHash,
+    t.now,
+    t.successor.ciphertext,
+    t.successor.id,
+    t.successor.tokenHash,
+    t.lastUsedResolutionSeconds,
+    MIN_SESSION_LIFETIME_SECONDS,
+    t.deadline,
+  ]);
   const row = rows[0];
   if (row === undefined) return undefined;
-  return { session_id: row.session_id, user_id: row.user_id, session_expires_at: row.session_expires_at, amr: row.amr, database_now: row.database_now };
+  const { in_time: _checked, ...rotated } = row;
+  return rotated;
 }
 
 /**

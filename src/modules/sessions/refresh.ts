@@ -104,6 +104,7 @@ export function createRefresh(deps: RefreshDeps): (presented: string | undefined
     });
     if (rotated !== undefined) {
       deadlines.observe(rotated.database_now);
+      if (rotated.last_use_stale) await touchSession(db, rotated.session_id, now);
       const accessToken = await accessTokens.sign({ userId: rotated.user_id, sessionId: rotated.session_id, amr: rotated.amr });
       metrics.refresh('rotated');
       return { sessionId: rotated.session_id, accessToken, refreshToken: successorToken, refreshMaxAgeSeconds: secondsUntil(rotated.session_expires_at, now) };
