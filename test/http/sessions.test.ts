@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { LightMyRequestResponse } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestContext, type TestContext } from '../helpers/context.js';
-import { createVerifiedUser, keysOf, postJson, refresh, setCookies, signIn, withBearer } from '../helpers/flows.js';
+import { createVerifiedUser, keysOf, postJson, refresh, refreshCookieOf, setCookies, signIn, withBearer } from '../helpers/flows.js';
 
 let ctx: TestContext;
 beforeAll(async () => {
@@ -201,6 +201,28 @@ describe('last_used_at', () => {
 
     ctx.clock.advance(31);
     expect((await withBearer(ctx, 'GET', '/auth/v0/sessions', observed.accessToken)).statusCode).toBe(200);
+    expect(await lastUsed()).toBe(ctx.clock.now().toISOString());
+  });
+
+  it('is updated by refreshes at most once a minute', async () => {
+    const user = await createVerifiedUser(ctx);
+    const observed = await signIn(ctx, { username: user.username, password: user.password });
+    const observer = await signIn(ctx, { username: user.username, password: user.password });
+    const lastUsed = async (): Promise<string | null> => (await listSessions(observer.accessToken)).find((s) => s.id === observed.sessionId)!.last_used_at;
+    let token = observed.refreshToken;
+    const refreshed = async (): Promise<void> => {
+      const res = await refresh(ctx, token);
+      expect(res.statusCode, res.body).toBe(200);
+      token = refreshCookieOf(res).value;
+    };
+
+    const start = await lastUsed();
+    ctx.clock.advance(30);
+    await refreshed();
+    expect(await lastUsed()).toBe(start);
+
+    ctx.clock.advance(31); // 61 s after the last write
+    await refreshed();
     expect(await lastUsed()).toBe(ctx.clock.now().toISOString());
   });
 });
