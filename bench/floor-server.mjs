@@ -47,6 +47,8 @@ const argon2Options = { algorithm: 2, memoryCost: config.argon2.memoryCost, time
 const encodedHeader = Buffer.from(JSON.stringify({ alg: 'RS256', typ: 'at+jwt', kid: 'floor' })).toString('base64url');
 const REFRESH_COOKIE_ATTRIBUTES = 'Path=/auth/v0/refresh; HttpOnly; Secure; SameSite=Strict';
 const MS_PER_SECOND = 1000;
+/** Refresh tokens are 32 random bytes, base64url (43 characters), as the service issues them. */
+const REFRESH_TOKEN_BYTES = 32;
 
 const pool = new pg.Pool({ connectionString: process.env.DATABASE_URL, max: config.databasePoolMax });
 pool.on('error', () => {});
@@ -114,7 +116,7 @@ app.get('/auth/v0/me', async (request, reply) => {
 app.post('/auth/v0/refresh', async (request, reply) => {
   const presented = /(?:^|;\s*)refresh_token=([A-Za-z0-9_-]{43})(?:;|$)/.exec(request.headers.cookie ?? '')?.[1];
   if (presented === undefined) return unauthorized(reply);
-  const successor = randomBytes(32).toString('base64url');
+  const successor = randomBytes(REFRESH_TOKEN_BYTES).toString('base64url');
   const { rows } = await run(
     'refresh',
     `WITH rotated AS (
@@ -145,7 +147,7 @@ app.post('/auth/v0/sign-in', async (request, reply) => {
   const user = rows[0];
   if (user === undefined || !(await argon2Slot(() => verify(user.password_hash, password)))) return unauthorized(reply);
   const sessionId = randomUUID();
-  const refreshToken = randomBytes(32).toString('base64url');
+  const refreshToken = randomBytes(REFRESH_TOKEN_BYTES).toString('base64url');
   const signing = signAccessToken({ sub: user.id, sid: sessionId, amr: ['pwd'] });
   signing.catch(() => undefined);
   await run(

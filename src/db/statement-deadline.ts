@@ -12,6 +12,14 @@ import { STATEMENT_TIMEOUT_MS } from './pg.js';
 export const STATEMENT_DEADLINE_MS = STATEMENT_TIMEOUT_MS;
 
 /**
+ * Oldest reading of the database's clock a deadline is computed from, in milliseconds; an
+ * older one is read again first. Under load every rotation brings a fresh reading; on a quiet
+ * instance this bounds how far two clocks can drift apart unseen (even a clock off by 500 ppm,
+ * the most NTP corrects by slewing, drifts 30 ms a minute, far inside the second of margin).
+ */
+export const MAX_READING_AGE_MS = 60_000;
+
+/**
  * Deadlines on the database's clock for statements that run on their own (autocommit) and
  * must not commit once the service stopped waiting for them (docs/reliability.md, "Database
  * silent"). A statement held back by a silent network can reach PostgreSQL after its request
@@ -25,14 +33,16 @@ export const STATEMENT_DEADLINE_MS = STATEMENT_TIMEOUT_MS;
  * database's clock is at least `d - r` ahead of this one. A lower bound only moves the deadline
  * earlier (a slow answer makes the reading more cautious, never less). This process's time is
  * monotonic (`performance.now()`), so a step of the service's wall clock changes nothing; the
- * injectable application clock (tests move it) is not used.
+ * injectable application clock (tests move it) is not used. A reading older than
+ * {@link MAX_READING_AGE_MS} is renewed before use.
  */
 export interface StatementDeadlines {
   /**
    * The deadline for a statement sent from now on, on the database's clock; null on the
    * embedded database (PGlite runs in the service's process: no network can hold a statement
-   * back, so there is nothing to check). The first call reads the database's clock once.
-   * @throws the driver's error when that first reading fails (an outage, answered 503).
+   * back, so there is nothing to check). Reads the database's clock first when no reading is
+   * younger than {@link MAX_READING_AGE_MS} (the first call of a process, or a quiet minute).
+   * @throws the driver's error when that reading fails (an outage, answered 503).
    */
   next(): Promise<Date | null>;
   /** Records a reading of the database's `clock_timestamp()`, received just now. */
@@ -44,26 +54,27 @@ const monotonicNow = (): number => performance.timeOrigin + performance.now();
 
 /** Builds the {@link StatementDeadlines} of `db`. */
 export function createStatementDeadlines(db: Db): StatementDeadlines {
-  /** Lower bound of (database clock - monotonicNow()) in ms; undefined until the first reading. */
-  let offsetMs: number | undefined;
-  let firstReading: Promise<void> | undefined;
+  /** Lower bound of (database clock - monotonicNow()) in ms, and when it was taken; undefined until the first reading. */
+  let latest: { offsetMs: number; at: number } | undefined;
+  /** A reading under way, shared by the calls that wait for it. */
+  let reading: Promise<void> | undefined;
   const observe = (databaseNow: Date): void => {
-    offsetMs = databaseNow.getTime() - monotonicNow();
+    const at = monotonicNow();
+    latest = { offsetMs: databaseNow.getTime() - at, at };
   };
   const readClock = async (): Promise<void> => {
     try {
       const { rows } = await db.query<{ now: Date }>('SELECT clock_timestamp() AS now');
       observe(rows[0]!.now);
-    } catch (err) {
-      firstReading = undefined; // the next call tries again
-      throw err;
+    } finally {
+      reading = undefined; // a failed reading is tried again by the next call
     }
   };
   return {
     async next() {
       if (db.kind === 'pglite') return null;
-      if (offsetMs === undefined) await (firstReading ??= readClock());
-      return new Date(monotonicNow() + STATEMENT_DEADLINE_MS + offsetMs!);
+      if (latest === undefined || monotonicNow() - latest.at > MAX_READING_AGE_MS) await (reading ??= readClock());
+      return new Date(monotonicNow() + STATEMENT_DEADLINE_MS + latest!.offsetMs);
     },
     observe,
   };
