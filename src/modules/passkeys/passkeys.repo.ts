@@ -107,8 +107,9 @@ export type PasskeyWithOwner = UserRow & {
 
 /**
  * Records a verified assertion: the new signature counter and `last_used_at`, only while the
- * counter goes up (or stays 0 for an authenticator that keeps none), so of two requests with one
- * assertion at most one passes, and a cloned authenticator lagging behind is refused.
+ * counter goes up (or stays 0 for an authenticator that keeps none), so of two assertions with
+ * one counter, on any instance, at most one passes, and a cloned authenticator lagging behind is
+ * refused. (For a counter of 0 the single-use challenge alone stops a replay.)
  * @returns false when the counter did not increase, or the passkey is gone.
  */
 export async function recordPasskeyUse(q: Queryable, c: { id: string; counter: number; backedUp: boolean; now: Date }): Promise<boolean> {
