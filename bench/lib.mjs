@@ -10,6 +10,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import autocannon from 'autocannon';
 import pg from 'pg';
+import { assertion, createPasskey } from './passkey.mjs';
 
 /** The repository root (bench/..). */
 export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
@@ -484,6 +485,14 @@ export function apiClient(baseUrl) {
       const res = await call('POST', '/mfa/recovery-codes', { body: { password: PASSWORD, code }, headers: { authorization: `Bearer ${accessToken}` } });
       return expect(res, 200, 'recovery codes').json.recovery_codes;
     },
+    /** Registers a new software passkey (bench/passkey.mjs) for the user of `accessToken`; @returns its credential. */
+    async registerPasskey(accessToken) {
+      const bearer = { authorization: `Bearer ${accessToken}` };
+      const options = expect(await call('POST', '/passkeys/registration/options', { headers: bearer }), 200, 'passkey options').json;
+      const { credential, response } = createPasskey(options);
+      expect(await call('POST', '/passkeys/registration', { body: { response }, headers: bearer }), 201, 'passkey registration');
+      return credential;
+    },
     /** Rotates a session's refresh token: the new refresh token and a fresh access token. */
     async refresh(refreshToken) {
       const res = expect(await call('POST', '/refresh', { headers: { cookie: `refresh_token=${refreshToken}` } }), 200, 'refresh');
@@ -548,7 +557,9 @@ export async function prepareUsers(api) {
   const refresh = names('rf', 54, POOL_USERS);
   const lister = { username: 'lister', phone: phoneOf(52, 0) };
   const mfa = names('mf', 55, MFA_USERS);
-  await mapLimit([...me, ...signIn, ...refresh, lister, ...mfa], PREPARE_CONCURRENCY, (u) => api.signUp(u.username, u.phone));
+  const passkey = names('pk', 56, POOL_USERS);
+  await mapLimit([...me, ...signIn, ...refresh, lister, ...mfa, ...passkey], PREPARE_CONCURRENCY, (u) => api.signUp(u.username, u.phone));
+  const passkeys = await mapLimit(passkey, PREPARE_CONCURRENCY, async (u) => api.registerPasskey((await api.signIn(u.username)).accessToken));
   // TOTP users: each keeps a session (to make new recovery codes) and its set of codes.
   const mfaUsers = await mapLimit(mfa, PREPARE_CONCURRENCY, async (u) => {
     const session = await api.signIn(u.username);
@@ -566,6 +577,7 @@ export async function prepareUsers(api) {
     resetSeq: 0,
     mfaUsers,
     mfaPool: [],
+    passkeys,
   };
 }
 
@@ -743,6 +755,43 @@ export const SCENARIOS = [
             headers: { ...req.headers, cookie: `mfa_challenge=${context.challenge ?? ''}` },
             body: JSON.stringify({ recovery_code: context.entry?.code ?? 'none' }),
           }),
+        },
+      ];
+    },
+  },
+  {
+    // A passkey sign-in, as a browser makes it: the options (the challenge, and its cookie), then
+    // the assertion of a software passkey (bench/passkey.mjs, computed here in the load
+    // generator) with that cookie. Both requests answer 200, so req/s counts each: passkey
+    // sign-ins per second are half of it.
+    name: 'passkey',
+    label: 'POST /auth/v0/sign-in/passkey/options + /auth/v0/sign-in/passkey',
+    reference: 'pk',
+    requests(data) {
+      let i = 0;
+      return [
+        {
+          method: 'POST',
+          path: '/auth/v0/sign-in/passkey/options',
+          onResponse(_status, body, context, headers) {
+            const line = [headers['set-cookie'] ?? headers['Set-Cookie']].flat().find((c) => typeof c === 'string' && c.startsWith('webauthn_challenge='));
+            context.cookie = line === undefined ? '' : line.slice('webauthn_challenge='.length).split(';')[0];
+            try {
+              context.challenge = JSON.parse(body).challenge;
+            } catch {
+              context.challenge = undefined;
+            }
+          },
+        },
+        {
+          method: 'POST',
+          path: '/auth/v0/sign-in/passkey',
+          headers: JSON_HEADERS,
+          setupRequest(req, context) {
+            const credential = data.passkeys[i++ % data.passkeys.length];
+            const response = assertion(credential, context.challenge ?? 'none');
+            return { ...req, headers: { ...req.headers, cookie: `webauthn_challenge=${context.cookie ?? ''}` }, body: JSON.stringify({ response }) };
+          },
         },
       ];
     },

@@ -8,7 +8,7 @@
 //   BENCH_DURATION (10)          seconds measured per side (service, reference) of each scenario, in
 //                                BENCH_ROUNDS (5) alternating slices, after BENCH_WARMUP (3) s of warm-up
 //   BENCH_CONNECTIONS (32,1)     concurrencies measured
-//   BENCH_SCENARIOS (all)        comma-separated subset of me,refresh,sign-in,mfa,sign-up,reset,jwks,sessions
+//   BENCH_SCENARIOS (all)        comma-separated subset of me,refresh,sign-in,mfa,passkey,sign-up,reset,jwks,sessions
 //   BENCH_BALLAST_SESSIONS (100000)  users with one session each, inserted before measuring
 //   BENCH_START_RUNS (5)         start-to-ready runs per pass
 //   BENCH_PGLITE (1)             0 skips the embedded-database pass (BENCH_PGLITE_DURATION, 5 s)
