@@ -82,15 +82,14 @@ export async function findPasskey(q: Queryable, id: string): Promise<PasskeyRow 
 }
 
 /**
- * A passkey by credential id, with its owner, the owner's WebAuthn user handle, and the owner's
- * failed sign-ins of the current window under an account rule (`read` for
- * RateLimiter.withAccountWindow: parameter $1 is the credential id).
+ * The SELECT of a passkey by credential id with its owner and the owner's WebAuthn user handle,
+ * for RateLimiter.withAccountWindow and hitAll: the credential id is parameter `$firstParam`.
  */
-export function passkeyWithOwnerQuery(credentialId: string): { sql: string; params: unknown[] } {
+export function passkeyWithOwnerQuery(firstParam: number, credentialId: string): { sql: string; params: unknown[] } {
   return {
     sql: `SELECT ${USER_COLUMNS.split(', ').map((c) => `users.${c}`).join(', ')}, users.webauthn_user_handle,
                  p.id AS passkey_id, p.credential_id, p.public_key, p.counter::float8 AS counter, p.transports
-            FROM passkeys p JOIN users ON users.id = p.user_id WHERE p.credential_id = $1`,
+            FROM passkeys p JOIN users ON users.id = p.user_id WHERE p.credential_id = $${firstParam}`,
     params: [credentialId],
   };
 }

@@ -17,6 +17,7 @@ import type { AuthMetrics } from '../../metrics.js';
 import { securityEvent } from '../audit/security-events.js';
 import { queueSecurityNotice, type NoticeClient, type SecurityNoticeKind } from '../mail/notices.js';
 import { UNKNOWN_CLIENT } from '../rate-limits/client-network.js';
+import { HIT_WINDOWS_PARAMS } from '../rate-limits/rate-limits.repo.js';
 import { MAX_CREDENTIAL_ID_BYTES } from './passkeys.schemas.js';
 import type { RateLimitRules } from '../rate-limits/rate-limits.rules.js';
 import type { RateLimiter } from '../rate-limits/rate-limits.service.js';
@@ -117,7 +118,8 @@ export interface PasskeysService {
   signInOptions(client: Pick<ClientContext, 'ip'>): Promise<{ options: RequestOptions; cookie: string; maxAgeSeconds: number }>;
   /**
    * Signs in with a passkey (docs/api.md#sign-in-with-a-passkey), under the rules of a password
-   * sign-in: the attempt counts against the client's sign-in limit (taken back on success); the
+   * sign-in: the attempt counts against the client's sign-in limit (taken back on success, by
+   * the session's statement), in the statement that finds the credential and its owner; the
    * cookie's challenge is used up; the assertion must verify against the stored public key with
    * user verification, name the credential owner's user handle, and raise the signature counter
    * (one guarded UPDATE, which also sets `last_used_at`); an unverified email is refused after
@@ -138,6 +140,12 @@ function challengeOf(clientDataJson: string): string | undefined {
   } catch {
     return undefined;
   }
+}
+
+/** An account's failed sign-ins in the current window, as RateLimiter.withAccountWindow joins them. */
+interface AccountWindow {
+  window_hits: number | null;
+  window_start: Date | null;
 }
 
 /** A blank name is no name. */
@@ -337,9 +345,13 @@ export function createPasskeysService(deps: PasskeysDeps): PasskeysService {
         metrics.passkeySignIn('missing_challenge');
         throw new AppError('auth.passkeys.missing_challenge');
       }
-      const ip = client.ip ?? UNKNOWN_CLIENT;
-      // Every try counts against the client's sign-in limit, as a password sign-in does; a success takes it back.
-      const verdict = await limiter.hit(rules.signInPerIp, ip);
+      // One statement counts the try against the client's sign-in limit, as a password sign-in
+      // does, and finds the credential with its owner and the account's failed sign-ins; the
+      // session's statement takes the count back on success (docs/performance.md).
+      const { verdict, rows, keys } = await limiter.hitAll<PasskeyWithOwner & AccountWindow>(
+        { first: client.ip === null ? undefined : { rule: rules.signInPerIp, subject: client.ip }, rule: rules.signInPerIp, subjects: [] },
+        limiter.withAccountWindow(rules.signInPerAccount, passkeyWithOwnerQuery(HIT_WINDOWS_PARAMS + 1, response.id), HIT_WINDOWS_PARAMS + 1),
+      );
       const tooMany = (retryAfterSeconds: number, userId?: string): AppError => {
         metrics.passkeySignIn('locked');
         metrics.signIn('locked');
@@ -350,8 +362,6 @@ export function createPasskeysService(deps: PasskeysDeps): PasskeysService {
 
       const challenge = await takeAuthenticationChallenge(db, { tokenHash: sha256(cookie), now: clock.now() });
       if (challenge === undefined) throw refused('challenge_unknown_used_or_expired', client);
-      const lookup = limiter.withAccountWindow(rules.signInPerAccount, passkeyWithOwnerQuery(response.id), 1);
-      const { rows } = await db.query<PasskeyWithOwner & { window_hits: number | null; window_start: Date | null }>(lookup.sql, lookup.params);
       const owner = rows[0];
       if (owner === undefined) throw refused('unknown_credential', client);
       // The user handle the authenticator returns must be the owner's (W3C WebAuthn Level 3 §7.2 step 6).
@@ -364,7 +374,7 @@ export function createPasskeysService(deps: PasskeysDeps): PasskeysService {
       const { window_hits: _hits, window_start: _start, webauthn_user_handle: _handle, passkey_id: passkeyId, credential_id: _cid, public_key: _pk, counter: _c, transports: _t, ...user } = owner;
       if (user.email !== null && !user.is_email_verified) {
         // The passkey was right: its attempt does not count (as for a password sign-in).
-        await limiter.forgive(rules.signInPerIp, ip);
+        await limiter.forgiveKeys(keys);
         metrics.passkeySignIn('unverified');
         metrics.signIn('unverified');
         securityEvent(log, 'sign_in.failed', { userId: user.id, ip: client.ip, reason: 'email_not_verified' });
@@ -379,9 +389,8 @@ export function createPasskeysService(deps: PasskeysDeps): PasskeysService {
       }
       // Created only while the password hash is the one read with the passkey: a session started
       // during a password reset (which ends every session) cannot outlive it.
-      const issued = await sessions.startSession(user, { checkedHash: user.password_hash, amr: PASSKEY_AMR, client });
+      const issued = await sessions.startSession(user, { checkedHash: user.password_hash, amr: PASSKEY_AMR, client, forgiveKeys: keys });
       if (issued === undefined) throw refused('account_changed', client, user.id);
-      await limiter.forgive(rules.signInPerIp, ip);
       metrics.passkeySignIn('success');
       return { ...issued, user };
     },

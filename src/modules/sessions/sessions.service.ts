@@ -124,10 +124,12 @@ export interface SessionsService {
   /**
    * Creates a session for `user` as a sign-in does (a device, the session with `amr`, its first
    * refresh token, in one statement that creates nothing unless the password hash is still
-   * `checkedHash`) and signs its access token: the second step of a sign-in with a second factor.
+   * `checkedHash`) and signs its access token: the second step of a sign-in with a second factor,
+   * or a passkey sign-in. `forgiveKeys`: rate-limit counts (as RateLimiter.hitAll returned them)
+   * the same statement takes back, only when it creates the session.
    * @returns the tokens, or undefined when the password changed since `checkedHash` was checked.
    */
-  startSession(user: UserRow, c: { checkedHash: string; amr: readonly string[]; client: ClientContext }): Promise<IssuedTokens | undefined>;
+  startSession(user: UserRow, c: { checkedHash: string; amr: readonly string[]; client: ClientContext; forgiveKeys?: readonly string[] }): Promise<IssuedTokens | undefined>;
   /**
    * Rotates a refresh token (docs/api.md#refresh-token-rotation): locks its row and session, rejects a revoked or
    * expired session, marks the token rotated and inserts its successor, atomically (one
@@ -349,9 +351,9 @@ export function createSessionsService(deps: SessionsDeps): SessionsService {
       return { kind: 'session', user, sessionId, accessToken, refreshToken, refreshMaxAgeSeconds: sessionTtlSeconds };
     },
 
-    async startSession(user, { checkedHash, amr, client }) {
+    async startSession(user, { checkedHash, amr, client, forgiveKeys = [] }) {
       const { sessionId, refreshToken, signing, create } = prepareSession(user.id, client, amr);
-      const created = await create(checkedHash, []);
+      const created = await create(checkedHash, forgiveKeys);
       if (!created) return undefined;
       const accessToken = await signing;
       securityEvent(log, 'sign_in.succeeded', { userId: user.id, sessionId, ip: client.ip });
