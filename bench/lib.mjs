@@ -415,14 +415,18 @@ export function argon2Ceiling({ op, parallel, seconds, warmupSeconds, env }) {
   return JSON.parse(run.stdout.trim().split('\n').pop());
 }
 
-/** The refresh token from a response's `set-cookie` header(s), or undefined. */
-export function refreshTokenOf(setCookie) {
+/** The value of cookie `name` (a base64url token) from a response's `set-cookie` header(s), or undefined. */
+export function cookieOf(setCookie, name) {
+  const pattern = new RegExp(`(?:^|,\\s*)${name}=([A-Za-z0-9_-]+)`);
   for (const line of [setCookie].flat()) {
-    const match = typeof line === 'string' ? /(?:^|,\s*)refresh_token=([A-Za-z0-9_-]+)/.exec(line) : null;
+    const match = typeof line === 'string' ? pattern.exec(line) : null;
     if (match) return match[1];
   }
   return undefined;
 }
+
+/** The refresh token from a response's `set-cookie` header(s), or undefined. */
+export const refreshTokenOf = (setCookie) => cookieOf(setCookie, 'refresh_token');
 
 /** The RFC 6238 code (SHA-1, 6 digits, 30 s) of a base32 `secret` now: the bench's own, as an authenticator app computes it. */
 export function totpNow(secret) {
@@ -742,8 +746,7 @@ export const SCENARIOS = [
             return { ...req, body: JSON.stringify({ username: context.entry?.username ?? 'nobody', password: PASSWORD }) };
           },
           onResponse(_status, _body, context, headers) {
-            const line = [headers['set-cookie'] ?? headers['Set-Cookie']].flat().find((c) => typeof c === 'string' && c.startsWith('mfa_challenge='));
-            context.challenge = line === undefined ? '' : line.slice('mfa_challenge='.length).split(';')[0];
+            context.challenge = cookieOf(headers['set-cookie'] ?? headers['Set-Cookie'], 'mfa_challenge') ?? '';
           },
         },
         {
@@ -774,8 +777,7 @@ export const SCENARIOS = [
           method: 'POST',
           path: '/auth/v0/sign-in/passkey/options',
           onResponse(_status, body, context, headers) {
-            const line = [headers['set-cookie'] ?? headers['Set-Cookie']].flat().find((c) => typeof c === 'string' && c.startsWith('webauthn_challenge='));
-            context.cookie = line === undefined ? '' : line.slice('webauthn_challenge='.length).split(';')[0];
+            context.cookie = cookieOf(headers['set-cookie'] ?? headers['Set-Cookie'], 'webauthn_challenge') ?? '';
             try {
               context.challenge = JSON.parse(body).challenge;
             } catch {

@@ -20,7 +20,7 @@ import { UNKNOWN_CLIENT } from '../rate-limits/client-network.js';
 import { HIT_WINDOWS_PARAMS } from '../rate-limits/rate-limits.repo.js';
 import { MAX_CREDENTIAL_ID_BYTES } from './passkeys.schemas.js';
 import type { RateLimitRules } from '../rate-limits/rate-limits.rules.js';
-import type { RateLimiter } from '../rate-limits/rate-limits.service.js';
+import type { AccountWindow, RateLimiter } from '../rate-limits/rate-limits.service.js';
 import type { ClientContext, IssuedTokens, SessionsService } from '../sessions/sessions.service.js';
 import { UUID_PATTERN } from '../tokens/access-token.service.js';
 import { lockUser, type UserRow } from '../users/users.repo.js';
@@ -140,12 +140,6 @@ function challengeOf(clientDataJson: string): string | undefined {
   } catch {
     return undefined;
   }
-}
-
-/** An account's failed sign-ins in the current window, as RateLimiter.withAccountWindow joins them. */
-interface AccountWindow {
-  window_hits: number | null;
-  window_start: Date | null;
 }
 
 /** A blank name is no name. */

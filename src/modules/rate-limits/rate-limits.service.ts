@@ -40,6 +40,12 @@ export interface RateLimitBatch {
   readonly subjects: readonly string[];
 }
 
+/** An account's failures in the current window under an `account` rule, as {@link RateLimiter.withAccountWindow} joins them to each row. */
+export interface AccountWindow {
+  window_hits: number | null;
+  window_start: Date | null;
+}
+
 /** The outcome of counting one request. */
 export type RateLimitVerdict = { readonly allowed: true } | { readonly allowed: false; readonly retryAfterSeconds: number };
 
@@ -84,7 +90,7 @@ export interface RateLimiter {
    * read: refused when the failures already counted reach `rule.limit` (this request would be
    * one more).
    */
-  accountVerdict(rule: RateLimitRule, window: { window_hits: number | null; window_start: Date | null }): RateLimitVerdict;
+  accountVerdict(rule: RateLimitRule, window: AccountWindow): RateLimitVerdict;
   /** Takes back one counted request (for example a sign-in that succeeded). */
   forgive(rule: RateLimitRule, subject: string): Promise<void>;
   /** Takes back one count of each of `keys` (as {@link hitAll} returned them), in one statement. */

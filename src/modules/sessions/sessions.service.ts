@@ -12,7 +12,7 @@ import { findUserById, upgradePasswordHash, usersByIdentifiersQuery, type UserRo
 import { HIT_WINDOWS_PARAMS } from '../rate-limits/rate-limits.repo.js';
 import { securityEvent } from '../audit/security-events.js';
 import type { RateLimitRules } from '../rate-limits/rate-limits.rules.js';
-import type { RateLimiter, RateLimitVerdict } from '../rate-limits/rate-limits.service.js';
+import type { AccountWindow, RateLimiter, RateLimitVerdict } from '../rate-limits/rate-limits.service.js';
 import { clientNetwork } from '../rate-limits/client-network.js';
 import { createRefresh } from './refresh.js';
 import { insertChallenge } from '../mfa/mfa.repo.js';
@@ -50,12 +50,6 @@ export type SignInResult =
 const STORED_USERNAME = /^[a-z0-9_]{3,32}$/;
 /** Longest `User-Agent` kept on a session. */
 const MAX_USER_AGENT_LENGTH = 512;
-
-/** An account's failed sign-ins in the current window, as {@link RateLimiter.withAccountWindow} joins them. */
-interface AccountWindow {
-  window_hits: number | null;
-  window_start: Date | null;
-}
 
 /** A user as sign-in looks it up: the row, and whether a second factor is on (`usersByIdentifiersQuery`). */
 type SignInUser = UserRow & { mfa_enabled: boolean };
