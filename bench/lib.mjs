@@ -415,9 +415,13 @@ export function argon2Ceiling({ op, parallel, seconds, warmupSeconds, env }) {
   return JSON.parse(run.stdout.trim().split('\n').pop());
 }
 
+/** The pattern of each cookie name {@link cookieOf} was asked for, compiled once (it runs on every response). */
+const cookiePatterns = new Map();
+
 /** The value of cookie `name` (a base64url token) from a response's `set-cookie` header(s), or undefined. */
 export function cookieOf(setCookie, name) {
-  const pattern = new RegExp(`(?:^|,\\s*)${name}=([A-Za-z0-9_-]+)`);
+  let pattern = cookiePatterns.get(name);
+  if (pattern === undefined) cookiePatterns.set(name, (pattern = new RegExp(`(?:^|,\\s*)${name}=([A-Za-z0-9_-]+)`)));
   for (const line of [setCookie].flat()) {
     const match = typeof line === 'string' ? pattern.exec(line) : null;
     if (match) return match[1];

@@ -81,13 +81,16 @@ export async function findPasskey(q: Queryable, id: string): Promise<PasskeyRow 
   return rows[0];
 }
 
+/** The owner's {@link UserRow} columns, qualified (the join has two `id` columns). */
+const OWNER_COLUMNS = USER_COLUMNS.split(', ').map((c) => `users.${c}`).join(', ');
+
 /**
  * The SELECT of a passkey by credential id with its owner and the owner's WebAuthn user handle,
  * for RateLimiter.withAccountWindow and hitAll: the credential id is parameter `$firstParam`.
  */
 export function passkeyWithOwnerQuery(firstParam: number, credentialId: string): { sql: string; params: unknown[] } {
   return {
-    sql: `SELECT ${USER_COLUMNS.split(', ').map((c) => `users.${c}`).join(', ')}, users.webauthn_user_handle,
+    sql: `SELECT ${OWNER_COLUMNS}, users.webauthn_user_handle,
                  p.id AS passkey_id, p.credential_id, p.public_key, p.counter::float8 AS counter, p.transports
             FROM passkeys p JOIN users ON users.id = p.user_id WHERE p.credential_id = $${firstParam}`,
     params: [credentialId],
