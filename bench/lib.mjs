@@ -389,11 +389,12 @@ export async function startService({ env, nodeArgs = [], logFile, script = 'dist
 
 /**
  * Starts the floor server (bench/floor-server.mjs) with the service's environment `env`
- * (database, signing key, argon2id parameters, issuer, audience, lifetimes).
+ * (database, signing key, argon2id parameters, issuer, audience, lifetimes); `nodeArgs` go
+ * before the script (`--cpu-prof`).
  */
-export async function startFloor({ env, logFile }) {
+export async function startFloor({ env, nodeArgs = [], logFile }) {
   const port = await freePort();
-  return spawnUntilReady({ args: ['bench/floor-server.mjs'], env: { ...env, PORT: String(port) }, port, readyPath: '/healthz', logFile });
+  return spawnUntilReady({ args: [...nodeArgs, 'bench/floor-server.mjs'], env: { ...env, PORT: String(port) }, port, readyPath: '/healthz', logFile });
 }
 
 /** Starts a reference server of bench/reference-server.mjs (`empty` or `pk <table> <ids file>`). */

@@ -4,7 +4,9 @@
 // stopped; the samples taken during the measured window are summed by function (self time)
 // and by package. Prints markdown; keeps the .cpuprofile files when BENCH_PROFILE_DIR is set
 // (open them in Chrome DevTools or speedscope). Same machine check, database and data as
-// `npm run bench`. Not a test, not part of .ci/run.
+// `npm run bench`. BENCH_PROFILE_TARGET=floor profiles the floor references of
+// bench/floor-server.mjs instead of the service, to compare the two function by function.
+// Not a test, not part of .ci/run.
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -24,6 +26,7 @@ import {
   prepareUsers,
   SCENARIOS,
   serviceEnv,
+  startFloor,
   startService,
   stopChild,
   waitForQuiet,
@@ -35,6 +38,10 @@ const seconds = envNumber('BENCH_DURATION', 10);
 const warmupSeconds = envNumber('BENCH_WARMUP', 3);
 const connections = Math.max(1, Math.floor(envNumber('BENCH_PROFILE_CONNECTIONS', 32)));
 const top = Math.floor(envNumber('BENCH_PROFILE_TOP', 15));
+const target = process.env.BENCH_PROFILE_TARGET ?? 'service';
+if (target !== 'service' && target !== 'floor') throw new Error(`BENCH_PROFILE_TARGET must be service or floor, not ${target}`);
+/** Starts what is profiled: the service, or its floor references. */
+const startTarget = (options) => (target === 'floor' ? startFloor(options) : startService(options));
 const wanted = (process.env.BENCH_SCENARIOS ?? ['start', ...SCENARIOS.map((s) => s.name)].join(',')).split(',').map((s) => s.trim());
 const scenarios = SCENARIOS.filter((s) => wanted.includes(s.name));
 /** Samples this close to either end of the measured window are left out (clock alignment). */
@@ -59,7 +66,7 @@ async function main() {
   const data = await prepareUsers(apiClient(running.url));
   await running.stop();
 
-  const out = [`Profiles at ${connections} connections, ${seconds} s each (1-minute load before: ${quiet.after.one}); self time of the main thread.`, ''];
+  const out = [`${target === 'floor' ? 'Floor references (bench/floor-server.mjs): p' : 'P'}rofiles at ${connections} connections, ${seconds} s each (1-minute load before: ${quiet.after.one}); self time of the main thread.`, ''];
   const table = (title, rows) => [`| ${title} | ms | share |`, '|---|---|---|', ...rows.map((r) => `| ${r.name.replaceAll('|', '\\|')} | ${r.ms.toFixed(0)} | ${(r.share * 100).toFixed(1)}% |`), ''];
   if (wanted.includes('start')) {
     // Start to ready: the whole profile of a start on a current schema, up to the first answer.
@@ -77,7 +84,7 @@ async function main() {
     const dir = path.join(profileRoot, scenario.name);
     mkdirSync(dir, { recursive: true });
     const spawnedAt = performance.now();
-    running = await startService({ env, nodeArgs: ['--cpu-prof', `--cpu-prof-dir=${dir}`], logFile });
+    running = await startTarget({ env, nodeArgs: ['--cpu-prof', `--cpu-prof-dir=${dir}`], logFile });
     const api = apiClient(running.url);
     await scenario.prepare?.(api, data, { connections });
     await measure({ url: running.url, requests: scenario.requests(data), connections, seconds: warmupSeconds });
