@@ -189,7 +189,9 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     audience: config.jwt.audience,
     ttlSeconds: config.jwt.accessTokenTtlSeconds,
     clock,
+    cacheSize: config.jwt.accessTokenCacheSize,
   });
+  metrics.trackAccessTokenCache(() => accessTokens.cacheStats());
   const codes = createOneTimeCodes({ clock, codeHmacKey: keys.codeHmacKey });
   const verification = createVerificationService({
     db,

@@ -2,6 +2,7 @@ import { X509Certificate } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { codeHmacKeyFileProblem, rsaKeyFileProblem } from './modules/keys/keys.service.js';
+import { DEFAULT_ACCESS_TOKEN_CACHE_SIZE } from './modules/tokens/access-token.service.js';
 
 /** SMTP transport security: none, required STARTTLS upgrade, or implicit TLS (README "Configuration"). */
 export type SmtpTlsMode = 'none' | 'starttls' | 'tls';
@@ -50,6 +51,8 @@ export interface Config {
     readonly issuer: string;
     readonly audience: string;
     readonly accessTokenTtlSeconds: number;
+    /** ACCESS_TOKEN_CACHE_SIZE: most verified access tokens kept in memory; 0: none (docs/performance.md). */
+    readonly accessTokenCacheSize: number;
   };
   /**
    * CODE_HMAC_KEY_FILE: a file of at least 32 random bytes, the HKDF source of the key under which
@@ -166,6 +169,8 @@ const MAX_POOL = 1000;
 const DEFAULT_ACCESS_TOKEN_TTL = 900;
 const MIN_ACCESS_TOKEN_TTL = 30;
 const ONE_DAY = 86400;
+/** A million verified tokens take about 1.1 GiB (1.2 KB each): more than a process should hold. */
+const MAX_ACCESS_TOKEN_CACHE_SIZE = 1_000_000;
 const DEFAULT_SESSION_TTL = 30 * ONE_DAY;
 const MIN_SESSION_TTL = 60;
 const MAX_SESSION_TTL = 365 * ONE_DAY;
@@ -446,6 +451,7 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>>): C
       issuer: str('JWT_ISSUER') ?? DEFAULT_JWT_ISSUER,
       audience: str('JWT_AUDIENCE') ?? DEFAULT_JWT_AUDIENCE,
       accessTokenTtlSeconds: int('ACCESS_TOKEN_TTL_SECONDS', DEFAULT_ACCESS_TOKEN_TTL, MIN_ACCESS_TOKEN_TTL, ONE_DAY),
+      accessTokenCacheSize: int('ACCESS_TOKEN_CACHE_SIZE', DEFAULT_ACCESS_TOKEN_CACHE_SIZE, 0, MAX_ACCESS_TOKEN_CACHE_SIZE),
     },
     codeHmacKeyFile,
     mfaKeyFile,

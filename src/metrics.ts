@@ -106,6 +106,12 @@ export interface AuthMetrics {
    * still succeeds, with no `auth_outbox_emails` samples and the age NaN, and `onError` is told why.
    */
   trackOutbox(reader: OutboxReader, onError: (err: unknown) => void): void;
+  /**
+   * Makes every scrape read the verified-access-token cache through `stats`
+   * (`auth_access_token_cache_entries`, `auth_access_token_verifications_total{result}` with
+   * `result` `cached` or `verified`): nothing is counted per request.
+   */
+  trackAccessTokenCache(stats: () => { readonly entries: number; readonly hits: number; readonly verifications: number }): void;
 }
 
 /**
@@ -256,6 +262,29 @@ export function createAuthMetrics(options: { readonly defaultMetrics?: boolean }
             this.set(Number.NaN);
             onError(err);
           }
+        },
+      });
+    },
+    trackAccessTokenCache(stats) {
+      new Gauge({
+        name: `${PREFIX}access_token_cache_entries`,
+        help: 'Verified access tokens held in memory (ACCESS_TOKEN_CACHE_SIZE at most), read at scrape time.',
+        registers,
+        collect() {
+          this.set(stats().entries);
+        },
+      });
+      new Counter({
+        name: `${PREFIX}access_token_verifications_total`,
+        help: 'Access tokens presented on Bearer routes: answered from the cache of verified tokens (cached) or verified in full (verified), read at scrape time.',
+        labelNames: ['result'] as const,
+        registers,
+        collect() {
+          const { hits, verifications } = stats();
+          // Counts kept by the verifier (a plain integer per request); the counter shows them.
+          this.reset();
+          this.inc({ result: 'cached' }, hits);
+          this.inc({ result: 'verified' }, verifications);
         },
       });
     },

@@ -1,6 +1,6 @@
 import { STATUS_CODES, type Server } from 'node:http';
 import type { Duplex } from 'node:stream';
-import type { FastifyHttpOptions, FastifyInstance, FastifyReply } from 'fastify';
+import type { FastifyHttpOptions, FastifyInstance, FastifyReply, preValidationHookHandler } from 'fastify';
 import fastifyCors from '@fastify/cors';
 import { ERROR_CATALOG } from '../errors.js';
 import { sendError } from './error-handler.js';
@@ -84,11 +84,32 @@ function trimEmailMember(input: unknown): void {
 }
 
 /**
+ * Whether a route's request schema (body or query string) declares a top-level `email` member,
+ * in any branch of a union; a schema this cannot read (a `$ref`) counts as declaring one.
+ */
+function declaresEmailMember(schema: unknown): boolean {
+  if (schema === null || typeof schema !== 'object') return false;
+  const s = schema as { properties?: Record<string, unknown>; anyOf?: unknown[]; oneOf?: unknown[]; allOf?: unknown[]; $ref?: unknown };
+  if (s.$ref !== undefined || (s.properties !== undefined && 'email' in s.properties)) return true;
+  return [...(s.anyOf ?? []), ...(s.oneOf ?? []), ...(s.allOf ?? [])].some(declaresEmailMember);
+}
+
+/**
  * HTTP behaviour shared by every route (docs/decisions.md, "HTTP hardening"): CORS only for
  * `corsOrigins`, 503 `service_unavailable` for requests arriving while the server closes, emails
- * trimmed before validation, and the common response headers.
+ * trimmed before validation, and the common response headers. Register it before the routes.
  */
 export async function registerHttpHardening(app: FastifyInstance, options: { corsOrigins: readonly string[] }): Promise<void> {
+  // The hooks of every request are callback-style, not async: an async hook costs a promise and
+  // a microtask per request (docs/performance.md).
+  // The common headers are set as a request arrives, before CORS, so that every answer has them,
+  // a preflight's and an error's included (Fastify keeps the headers set before an error). Nothing
+  // this service answers may be cached by default; a route with a caching policy of its own (only
+  // the JWKS) replaces `Cache-Control` when it answers.
+  app.addHook('onRequest', (_request, reply, done) => {
+    setResponseSecurityHeaders(reply);
+    done();
+  });
   if (options.corsOrigins.length > 0) {
     const allowedOrigins = new Set(options.corsOrigins);
     await app.register(fastifyCors, {
@@ -108,23 +129,23 @@ export async function registerHttpHardening(app: FastifyInstance, options: { cor
   app.addHook('preClose', async () => {
     closing = true;
   });
-  // The hooks of every request are callback-style, not async: an async hook costs a promise and
-  // a microtask per request (docs/performance.md).
   app.addHook('onRequest', (_request, reply, done) => {
     // Answered here: `done` is not called, so no handler runs.
     if (closing) sendError(reply, 'service_unavailable');
     else done();
   });
-  // docs/api.md#identifiers: emails are trimmed. Trim before validation so that the email format check
-  // sees the trimmed address (body and query alike).
-  app.addHook('preValidation', (request, _reply, done) => {
+  // docs/api.md#identifiers: emails are trimmed. Trim before validation so that the email format
+  // check sees the trimmed address (body and query alike). Only routes whose body or query string
+  // has an `email` member get the hook: on the others (`/me` and every Bearer route) a request
+  // with one is refused by validation anyway, and the hook would cost each of them a call.
+  const trimEmails: preValidationHookHandler = (request, _reply, done) => {
     trimEmailMember(request.body);
     trimEmailMember(request.query);
     done();
-  });
-  app.addHook('onSend', (_request, reply, payload, done) => {
-    // Nothing this service answers may be cached by default; JWKS sets its own public policy.
-    setResponseSecurityHeaders(reply);
-    done(null, payload);
+  };
+  app.addHook('onRoute', (route) => {
+    if (!declaresEmailMember(route.schema?.body) && !declaresEmailMember(route.schema?.querystring)) return;
+    const own = route.preValidation;
+    route.preValidation = own === undefined ? [trimEmails] : [trimEmails, ...(Array.isArray(own) ? own : [own])];
   });
 }

@@ -141,6 +141,23 @@ describe('GET /metrics', () => {
     expect(revokedDelta('password_changed')).toBe(2);
   });
 
+  it('reads the cache of verified access tokens at scrape time: a token presented again is cached, its session still checked', async () => {
+    const before = await scrape();
+    const user = await createVerifiedUser(ctx);
+    const session = await signIn(ctx, { username: user.username, password: user.password });
+    for (let i = 0; i < 3; i++) expect((await withBearer(ctx, 'GET', '/auth/v0/me', session.accessToken)).statusCode).toBe(200);
+    expect((await withBearer(ctx, 'POST', '/auth/v0/logout', session.accessToken)).statusCode).toBe(204);
+    // Answered from the cache, and refused all the same: the session check is never cached.
+    expect((await withBearer(ctx, 'GET', '/auth/v0/me', session.accessToken)).statusCode).toBe(401);
+    const forged = `${session.accessToken.slice(0, -2)}${session.accessToken.at(-2) === 'A' ? 'B' : 'A'}${session.accessToken.at(-1)}`;
+    expect((await withBearer(ctx, 'GET', '/auth/v0/me', forged)).statusCode).toBe(401);
+    const after = await scrape();
+    const delta = (result: string) => count(after, 'auth_access_token_verifications_total', { result }) - count(before, 'auth_access_token_verifications_total', { result });
+    expect(delta('verified')).toBe(2);
+    expect(delta('cached')).toBe(4);
+    expect(sample(after, 'auth_access_token_cache_entries')).toBe((sample(before, 'auth_access_token_cache_entries') ?? 0) + 1);
+  });
+
   it('counts emails sent and failed, and reads the outbox backlog and the oldest pending age at scrape time', async () => {
     // The notice of the password change above is sent first, so that it is not counted here.
     await scrapeUntil((t) => sample(t, 'auth_outbox_emails', { status: 'pending' }) === 0);

@@ -14,7 +14,7 @@ describe('loadConfig (README "Configuration")', () => {
       databaseUrl: undefined,
       dataDir: path.resolve('./data'),
       migrateOnStart: true,
-      jwt: { privateKeyFile: undefined, publicKeyFiles: [], issuer: 'latchkey', audience: 'latchkey', accessTokenTtlSeconds: 900 },
+      jwt: { privateKeyFile: undefined, publicKeyFiles: [], issuer: 'latchkey', audience: 'latchkey', accessTokenTtlSeconds: 900, accessTokenCacheSize: 10000 },
       sessionTtlSeconds: 2592000,
       verificationCodeTtlSeconds: 900,
       refreshReuseGraceSeconds: 0,
@@ -35,6 +35,12 @@ describe('loadConfig (README "Configuration")', () => {
     expect(loadConfig({ ...base, SMTP_TLS: 'none', SMTP_PORT: '2525', SMTP_USERNAME: 'u', SMTP_PASSWORD: 'p', SMTP_FROM_NAME: 'Example' }).smtp).toEqual({
       host: 'mail.example.com', port: 2525, tls: 'none', username: 'u', password: 'p', from: 'no-reply@example.com', fromName: 'Example',
     });
+  });
+
+  it('reads ACCESS_TOKEN_CACHE_SIZE from 0 (no cache) to 1000000', () => {
+    expect(loadConfig({ ACCESS_TOKEN_CACHE_SIZE: '0' }).jwt.accessTokenCacheSize).toBe(0);
+    expect(loadConfig({ ACCESS_TOKEN_CACHE_SIZE: '1000000' }).jwt.accessTokenCacheSize).toBe(1_000_000);
+    for (const bad of ['-1', '1000001', 'many', '1.5']) expect(() => loadConfig({ ACCESS_TOKEN_CACHE_SIZE: bad }), bad).toThrow(/ACCESS_TOKEN_CACHE_SIZE/);
   });
 
   it('reads secrets from NAME_FILE', () => {
