@@ -84,12 +84,15 @@ export interface ActiveSession {
  * `last_used_at` is decided in SQL), so none is parsed on the hot path (docs/performance.md).
  */
 export async function findActiveSessionWithUser(q: Queryable, sessionId: string, userId: string, now: Date): Promise<ActiveSession | undefined> {
+  // The resolution is a constant of the statement's text and `now` is sent as ISO 8601 text:
+  // PostgreSQL spent about 6 µs more per statement on a `make_interval` of a parameter
+  // (docs/performance.md), and pg formats a Date in JavaScript, slower than `toISOString`.
   const { rows } = await q.query<UserRow & { last_use_stale: boolean }>(
     `SELECT u.id, u.username, u.email, u.phone, u.password_hash, u.is_email_verified, u.is_phone_verified,
-            (s.last_used_at IS NULL OR s.last_used_at <= $3::timestamptz - make_interval(secs => $4)) AS last_use_stale
+            (s.last_used_at IS NULL OR s.last_used_at <= $3::timestamptz - interval '${LAST_USED_RESOLUTION_SECONDS} seconds') AS last_use_stale
        FROM sessions s JOIN users u ON u.id = s.user_id
       WHERE s.id = $1 AND s.user_id = $2 AND s.revoked_at IS NULL AND s.expires_at > $3`,
-    [sessionId, userId, now, LAST_USED_RESOLUTION_SECONDS],
+    [sessionId, userId, now.toISOString()],
   );
   const r = rows[0];
   if (r === undefined) return undefined;
