@@ -114,7 +114,7 @@ export function renderResults(report) {
     `${passes.length} passes; in each, every scenario is measured for ${settings.seconds} s on the service and ${settings.seconds} s on its reference, after ${settings.warmupSeconds} s of warm-up each, in ${settings.rounds ?? 1} rounds of alternating ${fmt(settings.seconds / (settings.rounds ?? 1), 1)} s slices (the side that goes first alternates). ` +
       `Service settings: DATABASE_POOL_MAX ${settings.service.databasePoolMax}, libuv thread pool ${settings.service.uvThreadpoolSize}` +
       `${settings.service.uvThreadpoolSizeFromEnv === null ? ' (default)' : ''}, argon2id ${settings.service.argon2Concurrency} at a time, m=${settings.service.argon2.memoryCost} KiB t=${settings.service.argon2.timeCost} p=${settings.service.argon2.parallelism}, ` +
-      `LOG_LEVEL ${settings.service.logLevel}, node ${(settings.service.nodeFlags ?? []).join(' ')} (as npm start)${settings.service.nodeOptions ? `, NODE_OPTIONS ${settings.service.nodeOptions}` : ''}, rate limits ${settings.service.rateLimits}, ${settings.service.sessionRowsAtStart} sessions in the table at the start.`,
+      `ACCESS_TOKEN_CACHE_SIZE ${settings.service.accessTokenCacheSize ?? 'unset (no cache)'}, LOG_LEVEL ${settings.service.logLevel}, node ${(settings.service.nodeFlags ?? []).join(' ')} (as npm start)${settings.service.nodeOptions ? `, NODE_OPTIONS ${settings.service.nodeOptions}` : ''}, rate limits ${settings.service.rateLimits}, ${settings.service.sessionRowsAtStart} sessions in the table at the start.`,
     `1-minute load before each pass: ${passes.map((p) => `${p.quiet.after.one}${p.quiet.quiet ? '' : ' (not quiet)'}`).join(', ')}.`,
     '',
     '### PostgreSQL (medians over the passes, min–max in brackets)',

@@ -292,6 +292,7 @@ async function main() {
       scenarios: scenarios.map((s) => s.name),
       service: {
         databasePoolMax: config.databasePoolMax,
+        accessTokenCacheSize: config.jwt.accessTokenCacheSize,
         uvThreadpoolSize: threadPoolSize,
         uvThreadpoolSizeFromEnv: env.UV_THREADPOOL_SIZE ?? null,
         argon2Concurrency: argon2Parallel,
