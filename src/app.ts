@@ -8,7 +8,7 @@ import type { Db } from './db/db.js';
 import { createPasswordHasher, type PasswordHasher } from './crypto/password.js';
 import { registerBodyParsers } from './plugins/body-parsers.js';
 import { registerErrorHandler, sendError } from './plugins/error-handler.js';
-import { answerClientError, registerHttpHardening, setResponseSecurityHeaders, slowClientServerOptions } from './plugins/http-hardening.js';
+import { answerClientError, registerHttpHardening, registerResponseSecurityHeaders, setResponseSecurityHeaders, slowClientServerOptions } from './plugins/http-hardening.js';
 import { registerHealthRoutes } from './plugins/health.js';
 import { registerMetrics } from './plugins/metrics.js';
 import { registerOpenApi } from './plugins/openapi.js';
@@ -152,6 +152,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   // External plugins and cross-cutting behaviour.
   registerErrorHandler(app);
   registerBodyParsers(app);
+  registerResponseSecurityHeaders(app);
   registerRequestLog(app);
   await app.register(fastifyCookie);
   await registerHttpHardening(app, { corsOrigins: config.corsOrigins });

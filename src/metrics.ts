@@ -276,7 +276,7 @@ export function createAuthMetrics(options: { readonly defaultMetrics?: boolean }
       });
       new Counter({
         name: `${PREFIX}access_token_verifications_total`,
-        help: 'Access tokens presented on Bearer routes: answered from the cache of verified tokens (cached) or verified in full (verified), read at scrape time.',
+        help: 'Access tokens presented on Bearer routes: found in the cache of verified tokens (cached) or verified in full (verified), read at scrape time.',
         labelNames: ['result'] as const,
         registers,
         collect() {

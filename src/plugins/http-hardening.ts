@@ -84,10 +84,28 @@ function trimEmailMember(input: unknown): void {
 }
 
 /**
+ * Sets `Cache-Control: no-store` and `X-Content-Type-Options: nosniff` on every answer
+ * (docs/decisions.md, "Caching") as its request arrives: register it before any other
+ * `onRequest` hook, so that every answer has them, those of a CORS preflight, of an early 503
+ * and of an error included (Fastify keeps the headers set before an error). A route with a
+ * caching policy of its own (only the JWKS) replaces `Cache-Control` when it answers.
+ */
+export function registerResponseSecurityHeaders(app: FastifyInstance): void {
+  // The hooks of every request are callback-style, not async: an async hook costs a promise and
+  // a microtask per request (docs/performance.md).
+  app.addHook('onRequest', (_request, reply, done) => {
+    setResponseSecurityHeaders(reply);
+    done();
+  });
+}
+
+/**
  * Whether a route's request schema (body or query string) declares a top-level `email` member,
- * in any branch of a union; a schema this cannot read (a `$ref`) counts as declaring one.
+ * in any branch of a union; a schema this cannot read (a `$ref`, a schema id) counts as declaring one.
  */
 function declaresEmailMember(schema: unknown): boolean {
+  // A schema named by its id (a string) is a reference too.
+  if (typeof schema === 'string') return true;
   if (schema === null || typeof schema !== 'object') return false;
   const s = schema as { properties?: Record<string, unknown>; anyOf?: unknown[]; oneOf?: unknown[]; allOf?: unknown[]; $ref?: unknown };
   if (s.$ref !== undefined || (s.properties !== undefined && 'email' in s.properties)) return true;
@@ -96,20 +114,11 @@ function declaresEmailMember(schema: unknown): boolean {
 
 /**
  * HTTP behaviour shared by every route (docs/decisions.md, "HTTP hardening"): CORS only for
- * `corsOrigins`, 503 `service_unavailable` for requests arriving while the server closes, emails
- * trimmed before validation, and the common response headers. Register it before the routes.
+ * `corsOrigins`, 503 `service_unavailable` for requests arriving while the server closes, and
+ * emails trimmed before validation. Register it before the routes, after
+ * {@link registerResponseSecurityHeaders}.
  */
 export async function registerHttpHardening(app: FastifyInstance, options: { corsOrigins: readonly string[] }): Promise<void> {
-  // The hooks of every request are callback-style, not async: an async hook costs a promise and
-  // a microtask per request (docs/performance.md).
-  // The common headers are set as a request arrives, before CORS, so that every answer has them,
-  // a preflight's and an error's included (Fastify keeps the headers set before an error). Nothing
-  // this service answers may be cached by default; a route with a caching policy of its own (only
-  // the JWKS) replaces `Cache-Control` when it answers.
-  app.addHook('onRequest', (_request, reply, done) => {
-    setResponseSecurityHeaders(reply);
-    done();
-  });
   if (options.corsOrigins.length > 0) {
     const allowedOrigins = new Set(options.corsOrigins);
     await app.register(fastifyCors, {
@@ -136,8 +145,8 @@ export async function registerHttpHardening(app: FastifyInstance, options: { cor
   });
   // docs/api.md#identifiers: emails are trimmed. Trim before validation so that the email format
   // check sees the trimmed address (body and query alike). Only routes whose body or query string
-  // has an `email` member get the hook: on the others (`/me` and every Bearer route) a request
-  // with one is refused by validation anyway, and the hook would cost each of them a call.
+  // declares an `email` member get the hook: no other route reads one (`/me` and the other Bearer
+  // routes), and the hook would cost each of their requests a call.
   const trimEmails: preValidationHookHandler = (request, _reply, done) => {
     trimEmailMember(request.body);
     trimEmailMember(request.query);

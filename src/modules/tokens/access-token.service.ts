@@ -37,8 +37,10 @@ export interface AccessTokenService {
    */
   verify(token: string): Promise<AccessTokenClaims | undefined>;
   /**
-   * The verified-token cache so far: `entries` held now, `hits` (tokens answered from it) and
-   * `verifications` (tokens verified in full, whatever the outcome) since the service was built.
+   * The verified-token cache so far: `entries` held now (expired ones included until they are
+   * presented again or make room), `hits` (tokens found in it, then accepted or refused for
+   * `exp`/`nbf`) and `verifications` (tokens verified in full, whatever the outcome) since the
+   * service was built; `hits + verifications` is every token presented.
    */
   cacheStats(): { readonly entries: number; readonly hits: number; readonly verifications: number };
 }
@@ -149,11 +151,11 @@ export function createAccessTokenService(options: AccessTokenOptions): AccessTok
       const cached = verified.get(token);
       if (cached !== undefined) {
         if (keys.verification.get(cached.kid)?.key === cached.key) {
+          hits++;
           if (!timely(cached.claims.exp, cached.nbf, now)) {
             verified.delete(token);
             return undefined;
           }
-          hits++;
           return cached.claims;
         }
         // The key was retired meanwhile: verify again (against what is published now).
@@ -197,7 +199,9 @@ export function createAccessTokenService(options: AccessTokenOptions): AccessTok
       if (cacheSize > 0) {
         // Full: the oldest entry (a Map iterates in insertion order) makes room.
         if (verified.size >= cacheSize) verified.delete(verified.keys().next().value as string);
-        verified.set(token, { claims, kid, key: key.key, nbf });
+        // A copy of the text: `token` can be a slice of its whole Authorization header, which
+        // V8 would keep alive with it (a header padded to 16 KB would then cost 16 KB an entry).
+        verified.set(Buffer.from(token, 'latin1').toString('latin1'), { claims, kid, key: key.key, nbf });
       }
       return claims;
     },
