@@ -38,11 +38,16 @@ const seconds = envNumber('BENCH_DURATION', 10);
 const warmupSeconds = envNumber('BENCH_WARMUP', 3);
 const connections = Math.max(1, Math.floor(envNumber('BENCH_PROFILE_CONNECTIONS', 32)));
 const top = Math.floor(envNumber('BENCH_PROFILE_TOP', 15));
+
 const target = process.env.BENCH_PROFILE_TARGET ?? 'service';
 if (target !== 'service' && target !== 'floor') throw new Error(`BENCH_PROFILE_TARGET must be service or floor, not ${target}`);
+/** The scenarios bench/floor-server.mjs serves (the others would profile its 404s). */
+const FLOOR_SCENARIOS = ['me', 'refresh', 'sign-in', 'sign-up'];
+const defaults = target === 'floor' ? FLOOR_SCENARIOS : ['start', ...SCENARIOS.map((s) => s.name)];
+const wanted = (process.env.BENCH_SCENARIOS ?? defaults.join(',')).split(',').map((s) => s.trim());
+if (target === 'floor' && wanted.some((name) => !FLOOR_SCENARIOS.includes(name))) throw new Error(`the floor serves only ${FLOOR_SCENARIOS.join(', ')}`);
 /** Starts what is profiled: the service, or its floor references. */
 const startTarget = (options) => (target === 'floor' ? startFloor(options) : startService(options));
-const wanted = (process.env.BENCH_SCENARIOS ?? ['start', ...SCENARIOS.map((s) => s.name)].join(',')).split(',').map((s) => s.trim());
 const scenarios = SCENARIOS.filter((s) => wanted.includes(s.name));
 /** Samples this close to either end of the measured window are left out (clock alignment). */
 const EDGE_MS = 500;
