@@ -622,6 +622,12 @@ export async function fillRefreshPool(api, data, size) {
 
 const JSON_HEADERS = { 'content-type': 'application/json' };
 
+/** `GET /me` with the Bearer tokens of the `me` sessions, round robin. */
+function meRequests(data) {
+  let i = 0;
+  return [{ method: 'GET', path: '/auth/v0/me', setupRequest: (req) => ({ ...req, headers: { ...req.headers, authorization: `Bearer ${data.meSessions[i++ % data.meSessions.length].accessToken}` } }) }];
+}
+
 /**
  * The measured scenarios. `requests(data)` builds autocannon's request list; `prepare` runs
  * (untimed) before each measurement; `after` after it. `reference` names what the service is
@@ -629,6 +635,8 @@ const JSON_HEADERS = { 'content-type': 'application/json' };
  * `floor`: bench/floor-server.mjs, the same route doing only the work a correct service cannot
  * avoid, measured with this scenario's own requests (and its `prepare` and `after`). The floors
  * run on PostgreSQL only; the embedded pass compares with `pgliteReference` instead.
+ * `serviceSettings`: the scenario runs on a service of its own, started with these settings on
+ * top of the others (PostgreSQL only: two processes cannot share an embedded database).
  */
 export const SCENARIOS = [
   {
@@ -637,10 +645,19 @@ export const SCENARIOS = [
     reference: 'floor',
     pgliteReference: 'pk',
     prepare: (api, data) => freshenTokens(api, data.meSessions),
-    requests(data) {
-      let i = 0;
-      return [{ method: 'GET', path: '/auth/v0/me', setupRequest: (req) => ({ ...req, headers: { ...req.headers, authorization: `Bearer ${data.meSessions[i++ % data.meSessions.length].accessToken}` } }) }];
-    },
+    requests: meRequests,
+  },
+  {
+    // The same requests with the cache of verified access tokens off, so that the service
+    // verifies every token in full, as the floor does: the like-for-like comparison
+    // (docs/performance.md, change 12). `me` measures the cache's best case instead: 32 tokens,
+    // every request but the first of each a hit.
+    name: 'me-uncached',
+    label: 'GET /auth/v0/me, token cache off',
+    reference: 'floor',
+    serviceSettings: { ACCESS_TOKEN_CACHE_SIZE: '0' },
+    prepare: (api, data) => freshenTokens(api, data.meSessions),
+    requests: meRequests,
   },
   {
     name: 'refresh',

@@ -42,7 +42,7 @@ const top = Math.floor(envNumber('BENCH_PROFILE_TOP', 15));
 const target = process.env.BENCH_PROFILE_TARGET ?? 'service';
 if (target !== 'service' && target !== 'floor') throw new Error(`BENCH_PROFILE_TARGET must be service or floor, not ${target}`);
 /** The scenarios bench/floor-server.mjs serves (the others would profile its 404s). */
-const FLOOR_SCENARIOS = ['me', 'refresh', 'sign-in', 'sign-up'];
+const FLOOR_SCENARIOS = ['me', 'me-uncached', 'refresh', 'sign-in', 'sign-up'];
 const defaults = target === 'floor' ? FLOOR_SCENARIOS : ['start', ...SCENARIOS.map((s) => s.name)];
 const wanted = (process.env.BENCH_SCENARIOS ?? defaults.join(',')).split(',').map((s) => s.trim());
 if (target === 'floor' && wanted.some((name) => !FLOOR_SCENARIOS.includes(name))) throw new Error(`the floor serves only ${FLOOR_SCENARIOS.join(', ')}`);
@@ -89,7 +89,7 @@ async function main() {
     const dir = path.join(profileRoot, scenario.name);
     mkdirSync(dir, { recursive: true });
     const spawnedAt = performance.now();
-    running = await startTarget({ env, nodeArgs: ['--cpu-prof', `--cpu-prof-dir=${dir}`], logFile });
+    running = await startTarget({ env: { ...env, ...scenario.serviceSettings }, nodeArgs: ['--cpu-prof', `--cpu-prof-dir=${dir}`], logFile });
     const api = apiClient(running.url);
     await scenario.prepare?.(api, data, { connections });
     await measure({ url: running.url, requests: scenario.requests(data), connections, seconds: warmupSeconds });

@@ -204,9 +204,15 @@ async function pass({ env, data, refs, argon2Parallel, seconds, warmupSeconds, r
   const api = apiClient(service.url);
   const results = [];
   for (const scenario of scenarios) {
+    const settingsOwn = scenario.serviceSettings;
+    if (settingsOwn !== undefined && env.DATABASE_URL === undefined) continue;
+    // A scenario with settings of its own runs on a service of its own, stopped after it.
+    const own = settingsOwn === undefined ? undefined : track(await startService({ env: { ...env, ...settingsOwn }, logFile: path.join(logDir, `${label}-${scenario.name}-service.log`) }));
+    const target = own ?? service;
     for (const connections of settings.connections) {
-      results.push(await measurePair({ scenario, connections, service, api, data, refs, argon2Parallel, env, serviceFirst, seconds, warmupSeconds, rounds }));
+      results.push(await measurePair({ scenario, connections, service: target, api: own === undefined ? api : apiClient(own.url), data, refs, argon2Parallel, env, serviceFirst, seconds, warmupSeconds, rounds }));
     }
+    await own?.stop();
   }
   const memory = memoryOf(service.pid);
   await service.stop();
