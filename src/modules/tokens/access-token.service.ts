@@ -125,8 +125,8 @@ function normalizeTyp(typ: string): string {
  *
  * Verified tokens are kept in a bounded cache keyed by the whole token text, so that a token
  * presented again (a client sends the same one with every request of its lifetime) is answered
- * without the RS256 verification and the decoding, about 25 µs of the event loop per Bearer
- * request (docs/performance.md); the API gateways that verify JWTs do the same (Envoy's
+ * without the RS256 verification and the decoding, a quarter of the event loop's time per `/me`
+ * (docs/performance.md); the API gateways that verify JWTs do the same (Envoy's
  * `jwt_authn` cache). Only tokens that passed every check enter it; a hit checks again what can
  * change: `exp` and `nbf` against the clock, and that the verification key is still one of ours.
  * The session check that follows is never cached. When full, the oldest entry makes room.
