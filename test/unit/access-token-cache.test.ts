@@ -4,13 +4,11 @@
  * change since it was verified (`exp` and `nbf` against the clock, the verification key still
  * published), never holds a token that failed, and never holds more than its size.
  */
-import { generateKeyPairSync, randomUUID, sign as rsaSign } from 'node:crypto';
-import { mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
+import { randomUUID, sign as rsaSign } from 'node:crypto';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { loadKeyStore, type KeyStore, type VerificationKey } from '../../src/modules/keys/keys.service.js';
+import type { KeyStore, VerificationKey } from '../../src/modules/keys/keys.service.js';
 import { CLOCK_TOLERANCE_SECONDS, createAccessTokenService, type AccessTokenService } from '../../src/modules/tokens/access-token.service.js';
+import { temporaryKeyStore } from '../helpers/keys.js';
 
 const ISSUER = 'https://auth.example.com';
 const AUDIENCE = 'api.example.com';
@@ -20,11 +18,7 @@ const START = 1_800_000_000;
 let keys: KeyStore;
 
 beforeAll(async () => {
-  const dir = mkdtempSync(path.join(tmpdir(), 'auth-at-cache-'));
-  const keyFile = path.join(dir, 'signing.pem');
-  const { privateKey } = generateKeyPairSync('rsa', { modulusLength: 2048, privateKeyEncoding: { type: 'pkcs8', format: 'pem' }, publicKeyEncoding: { type: 'spki', format: 'pem' } });
-  writeFileSync(keyFile, privateKey, { mode: 0o600 });
-  keys = await loadKeyStore({ privateKeyFile: keyFile, publicKeyFiles: [], dataDir: dir });
+  keys = await temporaryKeyStore('auth-at-cache-');
 });
 
 /** A verifier over `keyStore` whose clock reads `clock.seconds` (settable). */

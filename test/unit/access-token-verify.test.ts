@@ -12,14 +12,12 @@
  * RFC 8725 §3.1 (algorithm fixed by the verifier), §3.11 (typ), RFC 7519 §4.1 (claims).
  */
 import { generateKeyPairSync, randomUUID, sign as rsaSign, type KeyObject } from 'node:crypto';
-import { mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
 import fc from 'fast-check';
 import { createLocalJWKSet, jwtVerify, type JWTHeaderParameters } from 'jose';
 import { beforeAll, describe, expect, it } from 'vitest';
 import type { Clock } from '../../src/clock.js';
-import { loadKeyStore, type KeyStore } from '../../src/modules/keys/keys.service.js';
+import type { KeyStore } from '../../src/modules/keys/keys.service.js';
+import { temporaryKeyStore } from '../helpers/keys.js';
 import {
   ACCESS_TOKEN_TYP,
   CLOCK_TOLERANCE_SECONDS,
@@ -44,11 +42,7 @@ let service: AccessTokenService;
 let foreignKey: KeyObject;
 
 beforeAll(async () => {
-  const dir = mkdtempSync(path.join(tmpdir(), 'auth-at-verify-'));
-  const keyFile = path.join(dir, 'signing.pem');
-  const { privateKey } = generateKeyPairSync('rsa', { modulusLength: 2048, privateKeyEncoding: { type: 'pkcs8', format: 'pem' }, publicKeyEncoding: { type: 'spki', format: 'pem' } });
-  writeFileSync(keyFile, privateKey, { mode: 0o600 });
-  keys = await loadKeyStore({ privateKeyFile: keyFile, publicKeyFiles: [], dataDir: dir });
+  keys = await temporaryKeyStore('auth-at-verify-');
   service = createAccessTokenService({ keys, issuer: ISSUER, audience: AUDIENCE, ttlSeconds: TTL_SECONDS, clock });
   foreignKey = generateKeyPairSync('rsa', { modulusLength: 2048 }).privateKey;
 });
