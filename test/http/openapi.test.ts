@@ -81,7 +81,7 @@ const TAG_OPERATIONS: [string, string[]][] = [
   ['Operations', ['getLiveness', 'getReadiness', 'getMetrics', 'getOpenApiDocument']],
 ];
 
-/** Spec §2 response bodies and their components. */
+/** The response bodies of docs/api.md (User, Session, JWKS) and their components. */
 const SUCCESS_BODIES: Record<string, string> = {
   'post /auth/v0/sign-in': 'SignInResponse',
   'post /auth/v0/refresh': 'RefreshResponse',

@@ -24,7 +24,7 @@ const FORBIDDEN: readonly { what: string; pattern: RegExp }[] = [
   { what: 'a path outside the repository', pattern: new RegExp(['\\.\\.', 'shared'].join('/')) },
   { what: 'the shared specification folder', pattern: new RegExp(['shared', 'spec'].join('/')) },
   { what: 'an issue number', pattern: new RegExp(`\\b${'iss'}ue #?\\d+`, 'i') },
-  { what: 'a section of an outside specification', pattern: new RegExp(`\\b${'spe'}c §`) },
+  { what: 'a section of an outside specification', pattern: new RegExp(`\\b${'spe'}c §`, 'i') },
   { what: 'a numbered section of the outside decisions', pattern: new RegExp(`decisions\\.md ${'§'}`) },
   { what: 'the outside extensions document', pattern: new RegExp(`${'extensions'}\\.md`) },
   { what: 'the outside interface document', pattern: new RegExp(`${'interface'}\\.md`) },

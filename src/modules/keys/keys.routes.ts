@@ -7,7 +7,7 @@ import type { KeyStore } from './keys.service.js';
 /** JWKS cache lifetime in seconds (docs/api.md#jwks). */
 export const JWKS_MAX_AGE_SECONDS = 300;
 
-/** Spec §2 Jwks: `keys` with RSA public members; other members allowed. */
+/** The JWKS (docs/api.md#jwks): `keys` with RSA public members; other members allowed. */
 const JwksSchema = Type.Object(
   {
     keys: Type.Array(

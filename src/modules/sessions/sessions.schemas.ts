@@ -42,7 +42,7 @@ export const MeResponseSchema = Type.Object(
   { title: 'MeResponse', additionalProperties: false, examples: [{ user: EXAMPLE_VERIFIED_USER, session_id: EXAMPLE_SESSION_ID }] },
 );
 
-/** Spec §2 Session. */
+/** The Session object (docs/api.md#list-sessions). */
 export const SessionSchema = Type.Object(
   {
     id: Type.String({ format: 'uuid' }),

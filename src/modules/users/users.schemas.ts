@@ -19,7 +19,7 @@ export const NewPasswordSchema = withRule(
   `must be ${PASSWORD_MIN_CODE_POINTS} to ${PASSWORD_MAX_CODE_POINTS} characters`,
 );
 
-/** Spec §2 User: all fields present, no others. */
+/** The User object (docs/api.md#operations): all fields present, no others. */
 export const UserSchema = Type.Object(
   {
     id: Type.String({ format: 'uuid' }),
