@@ -2,14 +2,41 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { AppError } from '../errors.js';
 import './route-config.js';
 
-/** True when every string in a parsed JSON value is well-formed UTF-16 without NUL, which PostgreSQL text cannot hold. */
-function storableStrings(value: unknown): boolean {
-  if (typeof value === 'string') return value.isWellFormed() && !value.includes('\u0000');
-  if (Array.isArray(value)) return value.every(storableStrings);
-  if (value !== null && typeof value === 'object') {
-    return Object.entries(value).every(([k, v]) => storableStrings(k) && storableStrings(v));
+/**
+ * Deepest nesting of objects and arrays accepted in a JSON body. The deepest body of the
+ * interface, a passkey sign-in, nests 4 levels; a deeper body is refused before it reaches
+ * the schema, which then never walks a pathological structure.
+ */
+export const MAX_JSON_DEPTH = 32;
+
+/** Why a parsed JSON body is refused before schema validation, or `undefined` when it is not. */
+function unstorableReason(root: unknown): string | undefined {
+  // Iterative, so a deeply nested body can never exhaust the call stack.
+  const pending: Array<{ value: unknown; depth: number }> = [{ value: root, depth: 0 }];
+  for (let next = pending.pop(); next !== undefined; next = pending.pop()) {
+    const { value, depth } = next;
+    if (typeof value === 'string') {
+      if (!value.isWellFormed() || value.includes('\u0000')) return 'Strings must be well-formed Unicode without NUL characters.';
+    } else if (value !== null && typeof value === 'object') {
+      if (depth === MAX_JSON_DEPTH) return `body must not nest objects and arrays more than ${MAX_JSON_DEPTH} levels deep`;
+      if (Array.isArray(value)) {
+        for (const item of value) pending.push({ value: item, depth: depth + 1 });
+      } else {
+        for (const [key, item] of Object.entries(value)) pending.push({ value: key, depth }, { value: item, depth: depth + 1 });
+      }
+    }
   }
-  return true;
+  return undefined;
+}
+
+/** True when `text` is JSON that only the parser's prototype-poisoning guard refused. */
+function isPoisonedJson(text: string): boolean {
+  try {
+    JSON.parse(text);
+    return true;
+  } catch {
+    return false;
+  }
 }
 
 function takesBody(request: FastifyRequest): boolean {
@@ -20,7 +47,9 @@ function takesBody(request: FastifyRequest): boolean {
  * Request body parsing. Routes that declare a body schema accept only JSON: an empty body
  * becomes `undefined` (so the schema answers "required"), malformed JSON and other content
  * types answer the route's `*.validation_failed` (400, docs/api.md#error-codes), and so do strings
- * with NUL or lone surrogates (PostgreSQL text cannot store them). Routes that take no
+ * with NUL or lone surrogates (PostgreSQL text cannot store them), objects and arrays nested more
+ * than {@link MAX_JSON_DEPTH} levels, and the members that the prototype-poisoning guard refuses
+ * (`__proto__`; `constructor` with `prototype`), each with its own message. Routes that take no
  * body (refresh, logout, ...) ignore whatever body a client sends, so a browser `fetch` with a
  * stray `Content-Type: application/json` still works. The body limit still applies (413).
  */
@@ -34,9 +63,15 @@ export function registerBodyParsers(app: FastifyInstance): void {
       return;
     }
     defaultJson(request, text, (err, parsed) => {
-      if (err === null && !storableStrings(parsed)) {
+      const reason =
+        err === null
+          ? unstorableReason(parsed)
+          : isPoisonedJson(text)
+            ? 'body must not have a member named "__proto__", nor a "constructor" member with a "prototype"'
+            : undefined;
+      if (reason !== undefined) {
         const code = request.routeOptions.config.validationError ?? 'request.invalid';
-        done(new AppError(code, { message: 'Strings must be well-formed Unicode without NUL characters.' }), undefined);
+        done(new AppError(code, { message: reason }), undefined);
         return;
       }
       done(err, parsed);

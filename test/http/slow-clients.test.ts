@@ -80,3 +80,42 @@ describe('slow clients', () => {
     MUST_DROP_WITHIN_MS + 15_000,
   );
 });
+
+describe('bodies on GET', () => {
+  /**
+   * Writes `request` on one connection and resolves with what the server wrote once `answers`
+   * answers with a JSON body have arrived, or the connection closed.
+   */
+  function exchange(request: Buffer, answers: number): Promise<string> {
+    return new Promise((resolve, reject) => {
+      const socket = connect(port, '127.0.0.1');
+      let received = '';
+      const finish = () => {
+        clearTimeout(timer);
+        socket.destroy();
+        resolve(received);
+      };
+      const timer = setTimeout(() => {
+        socket.destroy();
+        reject(new Error(`no ${answers} answers within 10 s; received ${JSON.stringify(received.slice(0, 200))}`));
+      }, 10_000);
+      socket.on('data', (chunk) => {
+        received += chunk.toString('latin1');
+        if ((received.match(/HTTP\/1\.1 \d{3} /g) ?? []).length >= answers && received.endsWith('}')) finish();
+      });
+      socket.on('close', finish);
+      socket.on('error', () => undefined);
+      socket.on('connect', () => socket.write(request));
+    });
+  }
+
+  it('a GET body over the limit is never read: it is discarded, the route answers, and the connection serves the next request', async () => {
+    const body = Buffer.alloc(1024 * 1024, 'x');
+    const head = `GET /auth/v0/.well-known/jwks.json HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: text/plain\r\nContent-Length: ${body.length}\r\n\r\n`;
+    const next = 'GET /auth/v0/.well-known/jwks.json HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n';
+    const received = await exchange(Buffer.concat([Buffer.from(head), body, Buffer.from(next)]), 2);
+    const statuses = received.match(/HTTP\/1\.1 \d{3}/g);
+    expect(statuses, received.slice(0, 300)).toEqual(['HTTP/1.1 200', 'HTTP/1.1 200']);
+    expect(received).not.toContain('body_too_large');
+  });
+});

@@ -12,6 +12,7 @@
  */
 import type { LightMyRequestResponse } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { MAX_JSON_DEPTH } from '../../src/plugins/body-parsers.js';
 import { createTestContext, type TestContext } from '../helpers/context.js';
 import { createVerifiedUser, keysOf, PASSWORD, signIn } from '../helpers/flows.js';
 
@@ -122,7 +123,19 @@ describe('validation messages name the field and its rule in plain words', () =>
   it('a missing, empty or malformed JSON body: "body must be a JSON object" or "body must be valid JSON"', async () => {
     expect(messageOf(await send('signUp', { raw: '' }), 'signUp')).toBe('body must be a JSON object');
     expect(messageOf(await send('signIn', { raw: '{"username": "alice",' }), 'signIn')).toBe('body must be valid JSON');
-    expect(messageOf(await send('signIn', { raw: '{"__proto__": {"x": 1}, "password": "p"}' }), 'signIn')).toBe('body must be valid JSON');
+  });
+
+  it('valid JSON that is refused before the schema says why: a prototype-poisoning member, or nesting too deep', async () => {
+    const poisoning = 'body must not have a member named "__proto__", nor a "constructor" member with a "prototype"';
+    expect(messageOf(await send('signIn', { raw: '{"__proto__": {"x": 1}, "password": "p"}' }), 'signIn')).toBe(poisoning);
+    expect(messageOf(await send('signIn', { raw: '{"constructor": {"prototype": {}}, "password": "p"}' }), 'signIn')).toBe(poisoning);
+    const nested = (levels: number) => `{"username": "alice", "password": "p", "x": ${'['.repeat(levels - 1)}${']'.repeat(levels - 1)}}`;
+    const tooDeep = `body must not nest objects and arrays more than ${MAX_JSON_DEPTH} levels deep`;
+    // 8,000 levels fit the body limit and exhaust the call stack of a recursive walk.
+    for (const levels of [MAX_JSON_DEPTH + 1, 8_000]) expect(messageOf(await send('signIn', { raw: nested(levels) }), 'signIn')).toBe(tooDeep);
+    expect(messageOf(await send('signIn', { raw: `[${nested(MAX_JSON_DEPTH)}]` }), 'signIn')).toBe(tooDeep);
+    // At the limit the body reaches the schema, which names the unknown member.
+    expect(messageOf(await send('signIn', { raw: nested(MAX_JSON_DEPTH) }), 'signIn')).toBe('unknown member "x"');
   });
 
   it('an unknown member with a long name is named in part, the message stays short', async () => {
