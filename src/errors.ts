@@ -128,8 +128,9 @@ export const FIELD_RULE = Symbol.for('latchkey.fieldRule');
 /**
  * A request field's schema with the rule it follows in plain words, written to follow the
  * field's name: `withRule(Type.String({ minLength: 8, maxLength: 72 }), 'must be 8 to 72 characters')`.
- * When the field breaks any keyword of its schema, the 400 answers "<field> <rule>"
- * ("password must be 8 to 72 characters", src/plugins/error-handler.ts); the OpenAPI document
+ * When the field breaks a keyword of its schema other than its type, the 400 answers
+ * "<field> <rule>" ("password must be 8 to 72 characters", src/plugins/error-handler.ts); a value
+ * of the wrong type answers "<field> must be a string", rule or not. The OpenAPI document
  * shows the same rule as the field's description. Fields without a rule get a message built
  * from the failed keyword ("username must be a string").
  */

@@ -113,7 +113,9 @@ function keywordRule(error: FastifySchemaValidationError): string {
  * The 400 message of a schema validation failure, in plain words: the field and its rule, never
  * Ajv's text (which quotes patterns and keywords) and never the value.
  *
- * - a field with a rule from `withRule` (src/errors.ts): "<field> <rule>", whatever keyword failed;
+ * - a value of the wrong JSON type: "<field> must be a string" (or the type asked for), so that
+ *   `"password": 12345678` is not told it has the wrong length;
+ * - a field with a rule from `withRule` (src/errors.ts): "<field> <rule>", whatever other keyword failed;
  * - a missing field: "<field> is required"; none of the alternatives of an `anyOf` of required
  *   fields (sign-up's email or phone): "email or phone is required";
  * - an unknown member: `unknown member "<name>"` (unknown members are refused, never stripped);
@@ -144,7 +146,7 @@ export function validationMessage(errors: readonly FastifySchemaValidationError[
     const shown = name.length > MAX_MEMBER_NAME_LENGTH ? `${name.slice(0, MAX_MEMBER_NAME_LENGTH).join('')}…` : name.join('');
     return field === undefined ? `unknown member ${JSON.stringify(shown)}` : `${field} has an unknown member ${JSON.stringify(shown)}`;
   }
-  const rule = ruleOf(schemaOfKeyword(root, error.schemaPath));
+  const rule = error.keyword === 'type' ? undefined : ruleOf(schemaOfKeyword(root, error.schemaPath));
   return `${field ?? whole} ${rule ?? keywordRule(error)}`;
 }
 

@@ -89,7 +89,10 @@ describe('validation messages name the field and its rule in plain words', () =>
   it.each([
     ['signUp', { ...valid.signUp, username: 'al' }, 'username must be 3 to 32 letters, digits or underscores'],
     ['signUp', { ...valid.signUp, username: 'alice smith' }, 'username must be 3 to 32 letters, digits or underscores'],
-    ['signUp', { ...valid.signUp, username: 42 }, 'username must be 3 to 32 letters, digits or underscores'],
+    ['signUp', { ...valid.signUp, username: 42 }, 'username must be a string'],
+    ['signUp', { ...valid.signUp, password: 12345678 }, 'password must be a string'],
+    ['signUp', { ...valid.signUp, password: null }, 'password must be a string'],
+    ['verifyEmailWithBody', { ...valid.verifyEmail, code: 123456 }, 'code must be a string'],
     ['signUp', { ...valid.signUp, email: 'alice' }, 'email must be an email address of at most 320 characters'],
     ['signUp', { ...valid.signUp, password: 'short' }, 'password must be 8 to 72 characters'],
     ['signUp', { ...valid.signUp, phone: 'call me' }, 'phone must be a phone number: 8 to 24 digits, spaces, hyphens or parentheses, after an optional +'],
