@@ -151,7 +151,7 @@ describe.skipIf(process.env.TEST_DB === 'postgres')('the built CLI (package.json
     const session = mkdtempSync(path.join(work, 'readme-'));
     const port = new URL(served.address).port;
     const run = async (part: string): Promise<string> =>
-      (await execFileAsync('bash', ['-euo', 'pipefail', '-c', part.replaceAll('localhost:3000', `localhost:${port}`)], { cwd: session })).stdout;
+      (await execFileAsync('bash', ['-euo', 'pipefail', '-c', part.replaceAll('127.0.0.1:3000', `127.0.0.1:${port}`)], { cwd: session })).stdout;
     try {
       // Up to step 2 as written; then step 2 onwards with the code the service logged.
       const [signUp, rest] = script!.split(/^# 2\./m) as [string, string];
