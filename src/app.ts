@@ -27,6 +27,7 @@ import { createAccessTokenService } from './modules/tokens/access-token.service.
 import { usersRoutes } from './modules/users/users.routes.js';
 import { createBreachedPasswordCheck } from './modules/users/breached-passwords.js';
 import { rateLimitRules } from './modules/rate-limits/rate-limits.rules.js';
+import { createCurrentPasswordCheck } from './modules/users/current-password.js';
 import { createRateLimiter } from './modules/rate-limits/rate-limits.service.js';
 import { createRetentionWorker, type RetentionWorker } from './modules/retention/retention.worker.js';
 import { createUsersService } from './modules/users/users.service.js';
@@ -205,8 +206,9 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     onEmailQueued,
   });
   const breachedPasswords = config.passwordBreach.check === 'hibp' ? createBreachedPasswordCheck({ apiUrl: config.passwordBreach.apiUrl, log: app.log }) : undefined;
-  const users = createUsersService({ db, clock, hasher, verification, codes, onEmailQueued, limiter, rules, metrics, breachedPasswords });
-  const accounts = createAccountsService({ db, clock, hasher, limiter, rules, onEmailQueued, metrics });
+  const currentPassword = createCurrentPasswordCheck({ hasher, limiter, rules, log: app.log });
+  const users = createUsersService({ db, clock, hasher, verification, codes, onEmailQueued, currentPassword, metrics, breachedPasswords });
+  const accounts = createAccountsService({ db, clock, currentPassword, onEmailQueued, metrics });
   const sessions = createSessionsService({ db, clock, hasher, accessTokens, sessionTtlSeconds: config.sessionTtlSeconds, refreshReuseGraceSeconds: config.refreshReuseGraceSeconds, limiter, rules, log: app.log, metrics });
   const retention = createRetentionWorker({
     db,
@@ -221,7 +223,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   app.decorate('keys', keys);
   app.decorate('retention', retention);
   // What the account-recovery and account-security services share.
-  const serviceDeps = { db, clock, hasher, limiter, rules, log: app.log, metrics, onEmailQueued };
+  const serviceDeps = { db, clock, hasher, currentPassword, limiter, rules, log: app.log, metrics, onEmailQueued };
   const passwordReset = createPasswordResetService({ ...serviceDeps, codes, codeTtlSeconds: config.oneTimeCodeTtlSeconds, breachedPasswords });
   app.decorate('passwordReset', passwordReset);
   const mfa = createMfaService({ ...serviceDeps, sessions, keys: keys.mfa, issuer: config.totpIssuer });

@@ -106,7 +106,7 @@ describe('delete-account succeeds', () => {
     const text = mailText(mails.at(-1)!);
     expect(text).toContain('Subject: Your account was deleted');
     expect(text).toContain('From: 127.0.0.1');
-    expect(text).toContain('DeleteTest/2.0');
+    expect(text).toContain('Browser or app: "DeleteTest/2[.]0"');
     expect(text).toMatch(/When: \d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2} UTC/);
     expect(text).toContain('If you did not do this');
     // It claims only what was deleted, and says what is kept.

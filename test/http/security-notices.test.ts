@@ -34,7 +34,7 @@ describe('change-password sends a password_changed notice', () => {
     expect(text).toContain(`When: ${ctx.clock.now().toISOString().slice(0, 10)}`);
     expect(text).toMatch(/When: \d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2} UTC/);
     expect(text).toContain('From: 127.0.0.1');
-    expect(text).toContain('NoticeTest/1.0 (X11)');
+    expect(text).toContain('Browser or app: "NoticeTest/1[.]0 (X11)"');
     expect(text).toContain('If you did not do this');
     // No secret and nothing that acts on the account: no password, token, code or link.
     for (const secret of [user.password, newPassword, s.accessToken, s.refreshToken]) expect(text).not.toContain(secret);

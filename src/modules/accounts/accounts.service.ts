@@ -1,12 +1,10 @@
 import type { Clock } from '../../clock.js';
 import type { Db } from '../../db/db.js';
-import type { PasswordHasher } from '../../crypto/password.js';
 import { AppError } from '../../errors.js';
 import { createAuthMetrics, type AccountDeletionCause, type AuthMetrics } from '../../metrics.js';
 import { queueSecurityNotice, type NoticeClient } from '../mail/notices.js';
 import { cancelEmailsTo, cancelPendingEmails } from '../mail/outbox.repo.js';
-import type { RateLimitRules } from '../rate-limits/rate-limits.rules.js';
-import type { RateLimiter } from '../rate-limits/rate-limits.service.js';
+import type { CurrentPasswordCheck } from '../users/current-password.js';
 import type { UserRow } from '../users/users.repo.js';
 import { noticeAddress } from '../users/users.service.js';
 import { deleteAccountRateLimits, deleteFinishedEmailsTo, deleteUser, type DeletedUser } from './accounts.repo.js';
@@ -52,9 +50,8 @@ export async function eraseAccount(
 export interface AccountsDeps {
   readonly db: Db;
   readonly clock: Clock;
-  readonly hasher: PasswordHasher;
-  readonly limiter: RateLimiter;
-  readonly rules: Pick<RateLimitRules, 'deleteAccountPerUser'>;
+  /** The check of the current password, whose budget delete-account shares. */
+  readonly currentPassword: CurrentPasswordCheck;
   readonly onEmailQueued: () => void;
   /** Counts deleted accounts; defaults to a registry of its own. */
   readonly metrics?: AccountsMetrics;
@@ -67,8 +64,8 @@ export type AccountsMetrics = Pick<AuthMetrics, 'accountsDeleted'>;
 export interface AccountsService {
   /**
    * Deletes the account of `user` once `password` is its password (docs/api.md#delete-account).
-   * Every attempt is first counted against the user (RATE_LIMIT_SIGN_IN_PER_IDENTIFIER per 15
-   * minutes, as change-password) before argon2id runs; only a success takes its count back.
+   * The password is checked by the {@link CurrentPasswordCheck} (one budget per user with the
+   * other operations that ask for it; a wrong one counts as a failed sign-in of the account).
    * Then {@link eraseAccount}, guarded by the hash that was checked: if the password changed or
    * the account was deleted meanwhile, nothing is deleted and the answer is 401.
    * @throws AppError `auth.invalid_current_password` (401), `auth.delete_account.too_many_attempts` (429, Retry-After).
@@ -78,18 +75,11 @@ export interface AccountsService {
 
 /** Builds the {@link AccountsService}. */
 export function createAccountsService(deps: AccountsDeps): AccountsService {
-  const { db, clock, hasher, limiter, rules, onEmailQueued } = deps;
+  const { db, clock, currentPassword, onEmailQueued } = deps;
   const metrics: AccountsMetrics = deps.metrics ?? createAuthMetrics();
   return {
     async deleteAccount(user, input, client) {
-      const verdict = await limiter.hit(rules.deleteAccountPerUser, user.id);
-      if (!verdict.allowed) {
-        throw new AppError('auth.delete_account.too_many_attempts', { headers: { 'retry-after': String(verdict.retryAfterSeconds) } });
-      }
-      if (!(await hasher.verify(user.password_hash, input.password.normalize('NFKC')))) {
-        throw new AppError('auth.invalid_current_password');
-      }
-      await limiter.forgive(rules.deleteAccountPerUser, user.id);
+      await currentPassword.verify(user, input.password, { purpose: 'delete_account', ip: client.ip, tooMany: 'auth.delete_account.too_many_attempts' });
       const erased = await eraseAccount(db, { userId: user.id, expectedHash: user.password_hash, now: clock.now(), client });
       if (erased === undefined) throw new AppError('auth.invalid_current_password');
       metrics.accountsDeleted('owner');

@@ -18,6 +18,9 @@ export type SecurityEventName =
   | 'verify_email.rate_limited'
   | 'refresh_token.reused'
   | 'password.changed'
+  | 'password.check_failed'
+  | 'password.check_locked'
+  | 'mfa.codes_failing_notice'
   | 'account.deleted'
   | 'password.reset'
   | 'password_reset.rate_limited'
@@ -38,7 +41,7 @@ export interface SecurityEventFields {
 }
 
 /** Events that call for attention are logged at `warn`, the rest at `info`. */
-const WARN_EVENTS: ReadonlySet<SecurityEventName> = new Set(['sign_in.locked', 'sign_up.rate_limited', 'verify_email.rate_limited', 'refresh_token.reused', 'passkey.sign_in_failed']);
+const WARN_EVENTS: ReadonlySet<SecurityEventName> = new Set(['sign_in.locked', 'password.check_locked', 'mfa.codes_failing_notice', 'sign_up.rate_limited', 'verify_email.rate_limited', 'refresh_token.reused', 'passkey.sign_in_failed']);
 
 /**
  * Writes one security event as `{ event, securityEvent: true, userId, sessionId, ip, reason }`

@@ -1,7 +1,7 @@
 import type { FastifyBaseLogger } from 'fastify';
 import type { Clock } from '../../clock.js';
 import type { Db } from '../../db/db.js';
-import type { PasswordHasher } from '../../crypto/password.js';
+import type { CurrentPasswordCheck } from '../users/current-password.js';
 import { AppError, type ErrorCode } from '../../errors.js';
 import type { AuthMetrics } from '../../metrics.js';
 import { securityEvent } from '../audit/security-events.js';
@@ -17,7 +17,8 @@ import { noticeAddress } from '../users/users.service.js';
 export interface EmailChangeDeps {
   readonly db: Db;
   readonly clock: Clock;
-  readonly hasher: PasswordHasher;
+  /** The check of the current password, whose budget change-email shares. */
+  readonly currentPassword: CurrentPasswordCheck;
   /** The one-time codes of every purpose; these are of purpose `email_change`. */
   readonly codes: OneTimeCodes;
   readonly limiter: RateLimiter;
@@ -77,7 +78,7 @@ const CHECK_FAILURE: Record<Exclude<CodeCheck['outcome'], 'right'>, ErrorCode> =
 
 /** Builds the {@link EmailChangeService}. */
 export function createEmailChangeService(deps: EmailChangeDeps): EmailChangeService {
-  const { db, clock, hasher, codes, limiter, rules, log, metrics, codeTtlSeconds, onEmailQueued } = deps;
+  const { db, clock, currentPassword, codes, limiter, rules, log, metrics, codeTtlSeconds, onEmailQueued } = deps;
 
   const rateLimited = (retryAfterSeconds: number, ip: string | null, reason: string): AppError => {
     securityEvent(log, 'email_change.rate_limited', { ip, reason });
@@ -92,9 +93,7 @@ export function createEmailChangeService(deps: EmailChangeDeps): EmailChangeServ
       }
       const verdict = await limiter.hit(rules.changeEmailPerUser, user.id);
       if (!verdict.allowed) throw rateLimited(verdict.retryAfterSeconds, client.ip, 'request');
-      if (!(await hasher.verify(user.password_hash, input.password.normalize('NFKC')))) {
-        throw new AppError('auth.invalid_current_password');
-      }
+      await currentPassword.verify(user, input.password, { purpose: 'change_email', ip: client.ip, tooMany: 'auth.change_email.rate_limited' });
       if ((await findUserByEmail(db, newEmail)) !== undefined) throw new AppError('auth.change_email.email_taken');
       const now = clock.now();
       const notice = noticeAddress(user);

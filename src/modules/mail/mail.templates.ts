@@ -37,7 +37,8 @@ export type SecurityNoticeKind =
   | 'mfa_disabled'
   | 'recovery_codes_regenerated'
   | 'passkey_added'
-  | 'passkey_removed';
+  | 'passkey_removed'
+  | 'mfa_codes_failing';
 
 /** What a notice says happened, and what the owner should do if it was not them. */
 const NOTICE_TEXT: Record<SecurityNoticeKind, { subject: string; happened: string; ifNotYou: string }> = {
@@ -86,6 +87,11 @@ const NOTICE_TEXT: Record<SecurityNoticeKind, { subject: string; happened: strin
     happened: 'A passkey was added to your account. It signs in without the password or a code.',
     ifNotYou: 'If you did not do this, someone else controls your account: sign in, delete this passkey under Passkeys, reset your password, and contact support.',
   },
+  mfa_codes_failing: {
+    subject: 'Someone is trying codes to sign in to your account',
+    happened: 'Someone who knows your password has typed several wrong codes from an authenticator app, or wrong recovery codes, for your account within the last hour. Two-step sign-in stopped them; after a few more tries they must wait an hour.',
+    ifNotYou: 'If this was not you, someone else knows your password: change it at once (the sessions of the account are then signed out), and change it wherever else you use it.',
+  },
   passkey_removed: {
     subject: 'A passkey was removed from your account',
     happened: 'A passkey was removed from your account; it no longer signs in.',
@@ -97,7 +103,8 @@ const NOTICE_TEXT: Record<SecurityNoticeKind, { subject: string; happened: strin
  * "What to send": a security notice (docs/api.md#security-notices). It says what happened, when
  * (UTC), from which IP address and user agent, and what to do if it was not the owner. It never
  * carries a code or a link that acts on the account (OWASP ASVS 5.0 V6.3.7: notify the user of
- * changes to their authentication details).
+ * changes to their authentication details). The user agent, which the requester chose, is
+ * printed as {@link noticeQuote} neutralises it.
  * @param input.at when it happened; `ip` and `userAgent` null when unknown (an operator's command).
  */
 export function securityNoticeEmail(input: {
@@ -120,7 +127,7 @@ export function securityNoticeEmail(input: {
       (input.details === undefined || input.details.length === 0 ? '' : `${input.details.join('\n')}\n\n`) +
       `When: ${when}\n` +
       `From: ${from}\n` +
-      `Browser or app: ${input.userAgent ?? 'unknown'}\n\n` +
+      `Browser or app: ${input.userAgent === null ? 'unknown' : noticeQuote(input.userAgent, NOTICE_MAX_USER_AGENT_LENGTH)}\n\n` +
       `${t.ifNotYou}\n` +
       `If it was you, there is nothing to do.\n`,
   };
@@ -158,4 +165,31 @@ export function passwordResetEmail(input: CodeEmailInput & { link: string | unde
     extra: input.link === undefined ? '' : `Or open this link to choose a new password: ${input.link}\n`,
     ifNotYou: 'If you did not ask to reset your password, ignore this email: your password stays as it is.',
   });
+}
+
+/**
+ * Longest user agent a notice prints, in characters. Real browsers send under 200; the rest of a
+ * longer one is only room for a message of the requester's own, so it is cut (with `…`).
+ */
+export const NOTICE_MAX_USER_AGENT_LENGTH = 200;
+
+/**
+ * C0 and C1 controls (`\p{Cc}`: U+0000 to U+001F, U+007F to U+009F, so NEL U+0085 too), the
+ * line and paragraph separators, and the format characters (bidirectional overrides, zero-width
+ * joiners): nothing a requester may put on a line of a notice.
+ */
+const UNPRINTABLE = /[\p{Cc}\p{Cf}\p{Zl}\p{Zp}]/gu;
+
+/**
+ * Text that a requester chose (a User-Agent header, a passkey name) as a security notice prints
+ * it: the characters of {@link UNPRINTABLE} dropped, `.`, `:` and `@` bracketed (`[.]`), so no
+ * mail client turns `https://evil.example/x` or `a@b.example` into a link, cut to `maxLength`
+ * characters (with `…`), and in double quotes (a `"` inside becomes `'`, so it cannot end the
+ * quotation early), so it reads as a quotation and never as the service's own words. OWASP ASVS 5.0 V1.2 (output encoding for the context it goes into).
+ * @param maxLength longest text kept, in characters (code points), before bracketing.
+ */
+export function noticeQuote(text: string, maxLength: number): string {
+  const printable = [...text.replace(UNPRINTABLE, '')];
+  const kept = printable.length > maxLength ? `${printable.slice(0, maxLength).join('')}…` : printable.join('');
+  return `"${kept.replace(/"/g, "'").replace(/[.:@]/g, (c) => `[${c}]`)}"`;
 }

@@ -13,8 +13,8 @@ export type { SecurityNoticeKind } from './mail.templates.js';
  */
 export const NOTICE_TTL_SECONDS = 86_400;
 
-/** Longest user agent a notice repeats, in characters (as a session stores it). */
-export const NOTICE_MAX_USER_AGENT_LENGTH = 512;
+/** Longest user agent a notice row keeps, in characters (as a session stores it); the email prints less (`NOTICE_MAX_USER_AGENT_LENGTH`). */
+export const STORED_USER_AGENT_LENGTH = 512;
 
 /** Where a change came from: the client of the request, or nothing for an operator's command. */
 export interface NoticeClient {
@@ -43,8 +43,9 @@ export interface SecurityNotice {
  * inside the caller's transaction `tx`, so the notice commits with the change it announces or
  * not at all. The row holds the address and the facts the notice states (kind, username, time,
  * IP address, user agent): never a code, a link, or a reference to the user, so it survives the
- * account's deletion. Control characters of the user agent are replaced and it is cut to
- * {@link NOTICE_MAX_USER_AGENT_LENGTH}. The caller nudges the outbox worker after commit.
+ * account's deletion. The user agent is kept cut to {@link STORED_USER_AGENT_LENGTH}; the
+ * email quotes and neutralises it when it is sent (`noticeQuote`). The caller nudges the outbox
+ * worker after commit.
  * OWASP ASVS 5.0 V6.3.7 (users are notified of changes to their authentication details).
  * @returns the outbox row id.
  */
@@ -60,7 +61,7 @@ export async function queueSecurityNotice(tx: Queryable, notice: SecurityNotice)
       username: notice.username,
       at: notice.at.toISOString(),
       ip: notice.client.ip,
-      user_agent: ua === null ? null : oneLine(ua).slice(0, NOTICE_MAX_USER_AGENT_LENGTH),
+      user_agent: ua === null ? null : ua.slice(0, STORED_USER_AGENT_LENGTH),
       ...(notice.details === undefined || notice.details.length === 0 ? {} : { details: notice.details.map(oneLine) }),
     },
     now: notice.at,
@@ -74,3 +75,4 @@ export function oneLine(text: string): string {
   // eslint-disable-next-line no-control-regex
   return text.replace(/[\u0000-\u001f\u007f]/g, ' ');
 }
+

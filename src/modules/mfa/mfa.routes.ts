@@ -64,7 +64,7 @@ export function mfaRoutes(deps: { mfa: MfaService; sessions: SessionsService }):
         },
       },
       async (request) => {
-        const { secret, otpauthUri } = await mfa.setup(callerOf(request).user, request.body);
+        const { secret, otpauthUri } = await mfa.setup(callerOf(request).user, request.body, clientContextOf(request));
         return { secret, otpauth_uri: otpauthUri };
       },
     );

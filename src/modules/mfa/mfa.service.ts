@@ -1,18 +1,18 @@
 import type { FastifyBaseLogger } from 'fastify';
 import type { Clock } from '../../clock.js';
 import type { Db, Queryable } from '../../db/db.js';
-import type { PasswordHasher } from '../../crypto/password.js';
 import { sha256 } from '../../crypto/secrets.js';
 import { AppError } from '../../errors.js';
 import type { AuthMetrics } from '../../metrics.js';
 import { securityEvent } from '../audit/security-events.js';
 import { queueSecurityNotice, type NoticeClient, type SecurityNoticeKind } from '../mail/notices.js';
 import { UNKNOWN_CLIENT } from '../rate-limits/client-network.js';
-import type { RateLimitRules } from '../rate-limits/rate-limits.rules.js';
+import { MFA_FAILURE_NOTICE_THRESHOLD, type RateLimitRules } from '../rate-limits/rate-limits.rules.js';
 import type { RateLimiter } from '../rate-limits/rate-limits.service.js';
 import type { ClientContext, IssuedTokens, SessionsService } from '../sessions/sessions.service.js';
 import { findUserById, type UserRow } from '../users/users.repo.js';
 import { noticeAddress } from '../users/users.service.js';
+import type { CurrentPasswordCheck } from '../users/current-password.js';
 import {
   acceptTotpStep,
   consumeChallenge,
@@ -38,14 +38,15 @@ export const PASSWORD_AND_OTP_AMR: readonly string[] = Object.freeze(['pwd', 'ot
 export interface MfaDeps {
   readonly db: Db;
   readonly clock: Clock;
-  readonly hasher: PasswordHasher;
+  /** The check of the current password (setup, disable, regeneration), whose budget these share with the other operations that ask for it. */
+  readonly currentPassword: CurrentPasswordCheck;
   readonly sessions: Pick<SessionsService, 'startSession'>;
   /** AES-256-GCM key of TOTP secrets and HMAC key of recovery codes (KeyStore.mfa). */
   readonly keys: { readonly totpSecretKey: Buffer; readonly recoveryCodeKey: Buffer };
   /** TOTP_ISSUER. */
   readonly issuer: string;
   readonly limiter: RateLimiter;
-  readonly rules: Pick<RateLimitRules, 'mfaManagePerUser' | 'mfaSignInPerAccount' | 'mfaSignInPerIp'>;
+  readonly rules: Pick<RateLimitRules, 'mfaManagePerUser' | 'mfaSignInPerAccount' | 'mfaSignInPerIp' | 'mfaFailureNoticePerAccount'>;
   readonly log: FastifyBaseLogger;
   readonly metrics: Pick<AuthMetrics, 'mfaSignIn'>;
   readonly onEmailQueued: () => void;
@@ -61,13 +62,13 @@ export type SecondFactor = { readonly code: string } | { readonly recoveryCode: 
  */
 export interface MfaService {
   /**
-   * Starts TOTP for `user`: checks the password, then stores a new 160-bit secret, encrypted,
+   * Starts TOTP for `user`: checks the password (CurrentPasswordCheck), then stores a new 160-bit secret, encrypted,
    * not yet enabled (replacing an earlier setup never enabled). Nothing changes for sign-in.
    * @returns the base32 secret and its `otpauth://` URI, shown once.
    * @throws AppError `auth.invalid_current_password` (401), `auth.mfa.already_enabled` (409),
    *   `auth.mfa.too_many_attempts` (429, Retry-After).
    */
-  setup(user: UserRow, input: { password: string }): Promise<{ secret: string; otpauthUri: string }>;
+  setup(user: UserRow, input: { password: string }, client: NoticeClient): Promise<{ secret: string; otpauthUri: string }>;
   /**
    * Turns TOTP on with a code of the secret from {@link setup}; stores 10 new recovery codes
    * (hashed) and queues an `mfa_enabled` notice, in one transaction. The caller's session stays.
@@ -77,8 +78,10 @@ export interface MfaService {
    */
   enable(user: UserRow, input: { code: string }, client: NoticeClient): Promise<string[]>;
   /**
-   * Turns TOTP off with the password and a code (TOTP or recovery code); deletes the secret and
-   * the recovery codes and queues an `mfa_disabled` notice, in one transaction.
+   * Turns TOTP off with the password (CurrentPasswordCheck) and a code (TOTP or recovery code);
+   * deletes the secret and the recovery codes and queues an `mfa_disabled` notice, in one
+   * transaction. The code counts under the account's second-factor limit, as at sign-in: a
+   * wrong one is logged as `mfa.failed` and may send the `mfa_codes_failing` notice.
    * @throws AppError `auth.mfa.validation_failed` (400: not enabled), `auth.invalid_current_password`
    *   (401), `auth.mfa.invalid_code` (401), `auth.mfa.too_many_attempts` (429).
    */
@@ -93,7 +96,9 @@ export interface MfaService {
   /**
    * The second step of a sign-in: the challenge of the `mfa_challenge` cookie (locked; dead
    * after 5 wrong codes or 300 s) and a TOTP code (a time step accepted once, never again) or an
-   * unused recovery code. Wrong codes count per challenge, per account and per client network.
+   * unused recovery code. Wrong codes count per challenge, per account and per client network;
+   * the {@link MFA_FAILURE_NOTICE_THRESHOLD}th wrong code of an account within its hour window
+   * queues an `mfa_codes_failing` notice to its owner, at most once a day.
    * On success the challenge is used and a session is created with `amr` `["pwd","otp"]`,
    * exactly as a password sign-in creates one.
    * @returns the user and the session's tokens.
@@ -105,19 +110,32 @@ export interface MfaService {
 
 /** Builds the {@link MfaService}. */
 export function createMfaService(deps: MfaDeps): MfaService {
-  const { db, clock, hasher, sessions, keys, issuer, limiter, rules, log, metrics, onEmailQueued } = deps;
+  const { db, clock, currentPassword, sessions, keys, issuer, limiter, rules, log, metrics, onEmailQueued } = deps;
 
   const tooMany = (retryAfterSeconds: number): AppError =>
     new AppError('auth.mfa.too_many_attempts', { headers: { 'retry-after': String(retryAfterSeconds) } });
 
-  /** Counts an attempt at a management operation before any costly check; only a success takes it back. */
+  /** Counts an attempt to enable before the code is checked; only a success takes it back. */
   const countManageAttempt = async (user: UserRow): Promise<void> => {
     const verdict = await limiter.hit(rules.mfaManagePerUser, user.id);
     if (!verdict.allowed) throw tooMany(verdict.retryAfterSeconds);
   };
 
-  const checkPassword = async (user: UserRow, password: string): Promise<void> => {
-    if (!(await hasher.verify(user.password_hash, password.normalize('NFKC')))) throw new AppError('auth.invalid_current_password');
+  /**
+   * After a wrong second-factor code of `userId`, the `failures` its account has in the current
+   * window of `mfaSignInPerAccount` (this one included): from the
+   * {@link MFA_FAILURE_NOTICE_THRESHOLD}th on, the owner is told that someone who has the
+   * password is trying codes, once a day at most (`mfaFailureNoticePerAccount`). NIST SP
+   * 800-63B-4 §3.2.2 (rate limiting), OWASP ASVS 5.0 V6.3.5 (the user is told of suspicious
+   * authentication attempts).
+   */
+  const afterWrongCode = async (userId: string, failures: number | undefined, client: NoticeClient): Promise<void> => {
+    if (failures === undefined || failures < MFA_FAILURE_NOTICE_THRESHOLD) return;
+    if (!(await limiter.hit(rules.mfaFailureNoticePerAccount, userId)).allowed) return;
+    const user = await findUserById(db, userId);
+    if (user === undefined || !(await notice(db, user, 'mfa_codes_failing', client))) return;
+    onEmailQueued();
+    securityEvent(log, 'mfa.codes_failing_notice', { userId, ip: client.ip });
   };
 
   const nowSeconds = (): number => Math.floor(clock.now().getTime() / 1000);
@@ -163,16 +181,23 @@ export function createMfaService(deps: MfaDeps): MfaService {
   };
 
   /**
-   * Disable and regeneration: the password, then (under the authenticator's row lock) a code,
-   * then `change` in the same transaction; a success takes the attempt's count back.
+   * Disable and regeneration: the password (`purpose`, CurrentPasswordCheck), then a code,
+   * counted under the account's second-factor limit before it is checked (under the
+   * authenticator's row lock), then `change` in the same transaction; a success takes the
+   * code's count back, a wrong code is logged and may notify the owner ({@link afterWrongCode}).
    */
   const withPasswordAndCode = async <T>(
     user: UserRow,
     input: { password: string; code: string },
+    c: { purpose: 'mfa_disable' | 'mfa_recovery_codes'; client: NoticeClient },
     change: (tx: Queryable) => Promise<T>,
   ): Promise<T> => {
-    await countManageAttempt(user);
-    await checkPassword(user, input.password);
+    await currentPassword.verify(user, input.password, { purpose: c.purpose, ip: c.client.ip, tooMany: 'auth.mfa.too_many_attempts' });
+    const counted = await limiter.hitAll({ rule: rules.mfaSignInPerAccount, subjects: [user.id] });
+    if (!counted.verdict.allowed) {
+      securityEvent(log, 'mfa.rate_limited', { userId: user.id, ip: c.client.ip, reason: c.purpose });
+      throw tooMany(counted.verdict.retryAfterSeconds);
+    }
     const outcome = await db.transaction(async (tx): Promise<{ failure: 'not_enabled' | 'invalid_code' } | { value: T }> => {
       const totp = await findTotp(tx, user.id, { lock: true });
       if (totp?.enabled_at == null) return { failure: 'not_enabled' };
@@ -182,22 +207,25 @@ export function createMfaService(deps: MfaDeps): MfaService {
       return { value: await change(tx) };
     });
     if ('failure' in outcome) {
-      if (outcome.failure === 'not_enabled') throw new AppError('auth.mfa.validation_failed', { message: 'no second factor is enabled.' });
+      if (outcome.failure === 'not_enabled') {
+        await limiter.forgiveKeys(counted.keys);
+        throw new AppError('auth.mfa.validation_failed', { message: 'no second factor is enabled.' });
+      }
+      securityEvent(log, 'mfa.failed', { userId: user.id, ip: c.client.ip, reason: c.purpose });
+      await afterWrongCode(user.id, counted.batchHits[0], c.client);
       throw new AppError('auth.mfa.invalid_code');
     }
-    await limiter.forgive(rules.mfaManagePerUser, user.id);
+    await limiter.forgiveKeys(counted.keys);
     return outcome.value;
   };
 
   return {
-    async setup(user, input) {
-      await countManageAttempt(user);
-      await checkPassword(user, input.password);
+    async setup(user, input, client) {
+      await currentPassword.verify(user, input.password, { purpose: 'mfa_setup', ip: client.ip, tooMany: 'auth.mfa.too_many_attempts' });
       const secret = newTotpSecret();
       if (!(await storePendingTotp(db, { userId: user.id, secret: sealTotpSecret(keys.totpSecretKey, user.id, secret), now: clock.now() }))) {
         throw new AppError('auth.mfa.already_enabled');
       }
-      await limiter.forgive(rules.mfaManagePerUser, user.id);
       return { secret, otpauthUri: otpauthUri({ issuer, account: user.email ?? user.username, secret }) };
     },
 
@@ -226,7 +254,7 @@ export function createMfaService(deps: MfaDeps): MfaService {
     },
 
     async disable(user, input, client) {
-      const noticed = await withPasswordAndCode(user, input, async (tx) => {
+      const noticed = await withPasswordAndCode(user, input, { purpose: 'mfa_disable', client }, async (tx) => {
         await deleteTotp(tx, user.id);
         return notice(tx, user, 'mfa_disabled', client);
       });
@@ -235,7 +263,7 @@ export function createMfaService(deps: MfaDeps): MfaService {
     },
 
     async regenerateRecoveryCodes(user, input, client) {
-      const { codes, noticed } = await withPasswordAndCode(user, input, async (tx) => ({
+      const { codes, noticed } = await withPasswordAndCode(user, input, { purpose: 'mfa_recovery_codes', client }, async (tx) => ({
         codes: await storeNewRecoveryCodes(tx, user.id),
         noticed: await notice(tx, user, 'recovery_codes_regenerated', client),
       }));
@@ -260,7 +288,7 @@ export function createMfaService(deps: MfaDeps): MfaService {
       const seen = await lockChallenge(db, tokenHash);
       if (!isLive(seen, clock.now())) throw expired();
       // Every try counts per client network and per account before the code is checked; a success takes both back.
-      const { verdict } = await limiter.hitAll({ first: { rule: rules.mfaSignInPerIp, subject: ip }, rule: rules.mfaSignInPerAccount, subjects: [seen.user_id] });
+      const { verdict, batchHits } = await limiter.hitAll({ first: { rule: rules.mfaSignInPerIp, subject: ip }, rule: rules.mfaSignInPerAccount, subjects: [seen.user_id] });
       if (!verdict.allowed) {
         metrics.mfaSignIn('locked');
         securityEvent(log, 'mfa.rate_limited', { userId: seen.user_id, ip: client.ip });
@@ -284,6 +312,7 @@ export function createMfaService(deps: MfaDeps): MfaService {
       if (outcome === 'invalid_code') {
         metrics.mfaSignIn('invalid_code');
         securityEvent(log, 'mfa.failed', { userId: seen.user_id, ip: client.ip, reason: 'invalid_code' });
+        await afterWrongCode(seen.user_id, batchHits[0], client);
         throw new AppError('auth.mfa.invalid_code');
       }
       await limiter.forgive(rules.mfaSignInPerIp, ip);

@@ -1,4 +1,6 @@
+import { noticeQuote } from '../mail/mail.templates.js';
 import type { PasskeyRow } from './passkeys.repo.js';
+import { MAX_PASSKEY_NAME_LENGTH } from './passkeys.schemas.js';
 
 /** A time in a notice: `2026-03-02 09:15 UTC`. */
 function minute(at: Date): string {
@@ -6,12 +8,12 @@ function minute(at: Date): string {
 }
 
 /**
- * A passkey's name as a notice prints it: in quotes, with `.`, `:` and `@` bracketed, so that a
- * name someone else chose (`evil.example/reset`) is not turned into a link by a mail client;
- * `(no name)` when it has none.
+ * A passkey's name as a notice prints it ({@link noticeQuote}: in quotes, with `.`, `:` and `@`
+ * bracketed, so that a name someone else chose, `evil.example/reset`, is not turned into a link
+ * by a mail client); `(no name)` when it has none.
  */
 export function noticeNameOf(name: string | null): string {
-  return name === null ? '(no name)' : `"${name.replace(/[.:@]/g, (c) => `[${c}]`)}"`;
+  return name === null ? '(no name)' : noticeQuote(name, MAX_PASSKEY_NAME_LENGTH);
 }
 
 /**

@@ -90,14 +90,24 @@ export async function hitWindowsAfter<R extends object = never>(
 /**
  * `rowsSql` (a SELECT whose rows have an `id` column) with each row's current window joined:
  * the row of key `$<keyPrefix> || id` whose window started less than `$<windowSeconds>` seconds
- * before `$<now>`, as `window_hits` and `window_start` (both null when there is none). One
- * primary-key lookup per row; reads only.
+ * before `$<now>`, as `window_hits` and `window_start` (both null when there is none). With
+ * `fallbackKey`, also the current window (same length) of the key `$<fallbackKey>`, as
+ * `fallback_hits` and `fallback_window_start` on every row, and always at least one row: when
+ * `rowsSql` has none, one whose columns of `rowsSql` are all null. One primary-key lookup per
+ * row, and one for the fallback; reads only.
  */
-export function withCurrentWindowSql(rowsSql: string, params: { keyPrefix: number; now: number; windowSeconds: number }): string {
-  return `SELECT x.*, w.hits AS window_hits, w.window_start AS window_start
+export function withCurrentWindowSql(rowsSql: string, params: { keyPrefix: number; now: number; windowSeconds: number; fallbackKey?: number }): string {
+  const current = (alias: string): string => `${alias}.window_start > $${params.now}::timestamptz - make_interval(secs => $${params.windowSeconds})`;
+  if (params.fallbackKey === undefined) {
+    return `SELECT x.*, w.hits AS window_hits, w.window_start AS window_start
        FROM (${rowsSql}) AS x
-       LEFT JOIN rate_limits AS w ON w.key = $${params.keyPrefix}::text || x.id::text
-        AND w.window_start > $${params.now}::timestamptz - make_interval(secs => $${params.windowSeconds})`;
+       LEFT JOIN rate_limits AS w ON w.key = $${params.keyPrefix}::text || x.id::text AND ${current('w')}`;
+  }
+  return `SELECT x.*, w.hits AS window_hits, w.window_start AS window_start, f.hits AS fallback_hits, f.window_start AS fallback_window_start
+       FROM (SELECT 1) AS one
+       LEFT JOIN (${rowsSql}) AS x ON true
+       LEFT JOIN rate_limits AS w ON w.key = $${params.keyPrefix}::text || x.id::text AND ${current('w')}
+       LEFT JOIN rate_limits AS f ON f.key = $${params.fallbackKey}::text AND ${current('f')}`;
 }
 
 /**

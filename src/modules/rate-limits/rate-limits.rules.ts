@@ -8,6 +8,17 @@ export const HOUR_WINDOW_SECONDS = 60 * 60;
 /** One resend per address per 60 s (docs/decisions.md, "Verification codes"); not configurable. */
 export const RESEND_WINDOW_SECONDS = 60;
 
+/** Window of the notices sent at most once a day. */
+export const DAY_WINDOW_SECONDS = 24 * 60 * 60;
+
+/**
+ * Wrong second-factor codes for one account within its hour window after which its owner is
+ * told that someone who knows the password is trying codes: half the default per-account limit
+ * (RATE_LIMIT_MFA_PER_ACCOUNT, 10), so the notice leaves while the guesser still has codes to
+ * try, and above what a fumbling owner types.
+ */
+export const MFA_FAILURE_NOTICE_THRESHOLD = 5;
+
 /**
  * Passkey sign-in options a client may ask for per sign-in attempt it is allowed: a sign-in page
  * asks for options when it loads, again after a cancelled prompt, and in every open tab, while
@@ -35,10 +46,13 @@ export interface RateLimitRules {
    * (ASVS 5.0 V6.3.8, timing).
    */
   readonly signInPerUnknownAccount: RateLimitRule;
-  /** Unsuccessful change-password attempts, per user: a stolen access token must not give unlimited guesses. */
-  readonly changePasswordPerUser: RateLimitRule;
-  /** Unsuccessful delete-account attempts, per user: the same guard as change-password. */
-  readonly deleteAccountPerUser: RateLimitRule;
+  /**
+   * Checks of a signed-in user's current password (change-password, delete-account,
+   * change-email, second-factor setup, disable and regeneration), every one counted before
+   * argon2id and a right password taken back, per user: one budget for all of them, so a stolen
+   * access token gets as many guesses as one operation would give (src/modules/users/current-password.ts).
+   */
+  readonly currentPasswordPerUser: RateLimitRule;
   readonly signUpPerIp: RateLimitRule;
   /** Failed verifications per client network (the 5 tries of each code bound the guesses per address). */
   readonly verifyPerIp: RateLimitRule;
@@ -54,10 +68,18 @@ export interface RateLimitRules {
   readonly changeEmailPerUser: RateLimitRule;
   /** Failed email-change confirmations per client network (the 5 tries of each code bound the guesses per request). */
   readonly changeEmailConfirmPerIp: RateLimitRule;
-  /** Wrong passwords and codes at second-factor setup, enable, disable and regeneration, per user: as change-password. */
+  /** Wrong codes of a pending authenticator at enable, per user (no second factor is on yet; a guess there proves nothing). */
   readonly mfaManagePerUser: RateLimitRule;
-  /** Wrong second-factor codes at sign-in per account, from anywhere: bounds the guesses of someone who has the password. */
+  /**
+   * Wrong second-factor codes per account, from anywhere, wherever they are typed (the sign-in
+   * second step, disable, regeneration): bounds the guesses of someone who has the password.
+   */
   readonly mfaSignInPerAccount: RateLimitRule;
+  /**
+   * The "someone is trying codes" notice, per account: at most one a day
+   * ({@link MFA_FAILURE_NOTICE_THRESHOLD} wrong codes within the hour window send it).
+   */
+  readonly mfaFailureNoticePerAccount: RateLimitRule;
   /** Wrong second-factor codes at sign-in per client network. */
   readonly mfaSignInPerIp: RateLimitRule;
   /** Passkey sign-in options per client network, every one counted: each stores a challenge. */
@@ -71,8 +93,7 @@ export function rateLimitRules(settings: RateLimitSettings): RateLimitRules {
     signInPerIp: { name: 'sign_in_ip', subject: 'client', limit: settings.signInPerIp, windowSeconds: FAILURE_WINDOW_SECONDS },
     signInPerAccount: { name: ACCOUNT_RULE_NAMES[0], subject: 'account', limit: settings.signInPerAccount, windowSeconds: HOUR_WINDOW_SECONDS },
     signInPerUnknownAccount: { name: 'sign_in_unknown_account', subject: 'secret', limit: settings.signInPerAccount, windowSeconds: HOUR_WINDOW_SECONDS },
-    changePasswordPerUser: { name: 'change_password_user', subject: 'secret', limit: settings.signInPerIdentifier, windowSeconds: FAILURE_WINDOW_SECONDS },
-    deleteAccountPerUser: { name: 'delete_account_user', subject: 'secret', limit: settings.signInPerIdentifier, windowSeconds: FAILURE_WINDOW_SECONDS },
+    currentPasswordPerUser: { name: 'current_password_user', subject: 'secret', limit: settings.signInPerIdentifier, windowSeconds: FAILURE_WINDOW_SECONDS },
     signUpPerIp: { name: 'sign_up_ip', subject: 'client', limit: settings.signUpPerIp, windowSeconds: HOUR_WINDOW_SECONDS },
     verifyPerIp: { name: 'verify_ip', subject: 'client', limit: settings.verifyPerIp, windowSeconds: FAILURE_WINDOW_SECONDS },
     resendPerAddress: { name: 'resend', subject: 'secret', limit: 1, windowSeconds: RESEND_WINDOW_SECONDS },
@@ -84,6 +105,7 @@ export function rateLimitRules(settings: RateLimitSettings): RateLimitRules {
     changeEmailConfirmPerIp: { name: 'change_email_confirm_ip', subject: 'client', limit: settings.changeEmailConfirmPerIp, windowSeconds: FAILURE_WINDOW_SECONDS },
     mfaManagePerUser: { name: 'mfa_manage_user', subject: 'secret', limit: settings.signInPerIdentifier, windowSeconds: FAILURE_WINDOW_SECONDS },
     mfaSignInPerAccount: { name: 'mfa_sign_in_account', subject: 'secret', limit: settings.mfaPerAccount, windowSeconds: HOUR_WINDOW_SECONDS },
+    mfaFailureNoticePerAccount: { name: 'mfa_failure_notice', subject: 'secret', limit: 1, windowSeconds: DAY_WINDOW_SECONDS },
     mfaSignInPerIp: { name: 'mfa_sign_in_ip', subject: 'client', limit: settings.mfaPerIp, windowSeconds: FAILURE_WINDOW_SECONDS },
     passkeyOptionsPerIp: { name: 'passkey_options_ip', subject: 'client', limit: settings.signInPerIp * PASSKEY_OPTIONS_PER_SIGN_IN, windowSeconds: FAILURE_WINDOW_SECONDS },
   };

@@ -46,6 +46,12 @@ export interface AccountWindow {
   window_start: Date | null;
 }
 
+/** The current window of the `fallback` subject of {@link RateLimiter.withAccountWindow}, on every row. */
+export interface FallbackWindow {
+  fallback_hits: number | null;
+  fallback_window_start: Date | null;
+}
+
 /** The outcome of counting one request. */
 export type RateLimitVerdict = { readonly allowed: true } | { readonly allowed: false; readonly retryAfterSeconds: number };
 
@@ -69,7 +75,9 @@ export interface RateLimiter {
    * Refused when any count is over its limit, with the longest wait. Sign-in counts the client
    * IP first, so that a source already over its limit does not also count against (and so lock)
    * the identifiers it names, and finds its user in the same round trip.
-   * @returns the verdict; the rows of `read`, whatever the verdict; and the stored keys of the
+   * @returns the verdict; the rows of `read`, whatever the verdict; `batchHits`, the count of
+   *   each of `batch.subjects` in its current window after this one, in their order (empty when
+   *   `first` was refused or the rule is disabled); and the stored keys of the
    *   batch (disabled rules left out) in the order this statement locks them, for taking the
    *   counts back later ({@link forgiveKeys}, or `forgiveHitsSql` of rate-limits.repo.ts inside
    *   another statement; another order could deadlock against a parallel `hitAll`).
@@ -77,14 +85,23 @@ export interface RateLimiter {
   hitAll<R extends object>(
     batch: RateLimitBatch,
     read?: { sql: string; params: readonly unknown[] },
-  ): Promise<{ verdict: RateLimitVerdict; rows: R[]; keys: readonly string[] }>;
+  ): Promise<{ verdict: RateLimitVerdict; rows: R[]; batchHits: readonly number[]; keys: readonly string[] }>;
   /**
    * `read` (a SELECT whose rows have an `id` column, a user id) with each row's current window
    * under `rule` (an `account` rule) joined: `window_hits` (null when nothing was counted in the
-   * current window) and `window_start`. The parameters of `read` come first (numbered from
-   * `firstParam`), then this wrapper's own three. No count changes.
+   * current window) and `window_start`. With `fallback` (a rule whose window has the length of
+   * `rule`'s), every row also carries the current window of that subject under that rule
+   * ({@link FallbackWindow}), and there is always a row: one with the columns of `read` null
+   * when `read` found none. Sign-in uses it to find, in the same statement, the failures of
+   * identifiers that name no account. The parameters of `read` come first (numbered from
+   * `firstParam`), then this wrapper's own. No count changes.
    */
-  withAccountWindow(rule: RateLimitRule, read: { sql: string; params: readonly unknown[] }, firstParam: number): { sql: string; params: unknown[] };
+  withAccountWindow(
+    rule: RateLimitRule,
+    read: { sql: string; params: readonly unknown[] },
+    firstParam: number,
+    fallback?: RateLimitHit,
+  ): { sql: string; params: unknown[] };
   /**
    * The verdict for a request under an `account` rule whose window {@link withAccountWindow}
    * read: refused when the failures already counted reach `rule.limit` (this request would be
@@ -148,13 +165,17 @@ export function createRateLimiter(deps: { db: Db; clock: Clock; hmacKey: Buffer;
         return w.hits <= rule.limit ? [] : [retryAfter(w.windowStart, rule, now)];
       });
       const verdict: RateLimitVerdict = refused.length === 0 ? { allowed: true } : { allowed: false, retryAfterSeconds: Math.max(...refused) };
-      return { verdict, rows, keys: first === undefined ? keys : [first.key, ...keys] };
+      const hitsOf = new Map(windows.map((w) => [w.key, w.hits]));
+      const counted = keys.length > 0 && hitsOf.has(keys[0]!);
+      const batchHits = counted ? batch.subjects.map((subject) => hitsOf.get(keyOf(batch.rule, subject)) ?? 0) : [];
+      return { verdict, rows, batchHits, keys: first === undefined ? keys : [first.key, ...keys] };
     },
-    withAccountWindow(rule, read, firstParam) {
+    withAccountWindow(rule, read, firstParam, fallback) {
       const next = firstParam + read.params.length;
+      if (fallback !== undefined && fallback.rule.windowSeconds !== rule.windowSeconds) throw new Error('a fallback rule must have the window of the account rule');
       return {
-        sql: withCurrentWindowSql(read.sql, { keyPrefix: next, now: next + 1, windowSeconds: next + 2 }),
-        params: [...read.params, `${rule.name}:`, clock.now(), rule.windowSeconds],
+        sql: withCurrentWindowSql(read.sql, { keyPrefix: next, now: next + 1, windowSeconds: next + 2, ...(fallback === undefined ? {} : { fallbackKey: next + 3 }) }),
+        params: [...read.params, `${rule.name}:`, clock.now(), rule.windowSeconds, ...(fallback === undefined ? [] : [keyOf(fallback.rule, fallback.subject)])],
       };
     },
     accountVerdict(rule, window) {

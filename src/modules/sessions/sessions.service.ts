@@ -12,7 +12,7 @@ import { findUserById, upgradePasswordHash, usersByIdentifiersQuery, type UserRo
 import { HIT_WINDOWS_PARAMS } from '../rate-limits/rate-limits.repo.js';
 import { securityEvent } from '../audit/security-events.js';
 import type { RateLimitRules } from '../rate-limits/rate-limits.rules.js';
-import type { AccountWindow, RateLimiter, RateLimitVerdict } from '../rate-limits/rate-limits.service.js';
+import type { AccountWindow, FallbackWindow, RateLimiter, RateLimitVerdict } from '../rate-limits/rate-limits.service.js';
 import { clientNetwork } from '../rate-limits/client-network.js';
 import { createRefresh } from './refresh.js';
 import { insertChallenge } from '../mfa/mfa.repo.js';
@@ -50,6 +50,11 @@ export type SignInResult =
 const STORED_USERNAME = /^[a-z0-9_]{3,32}$/;
 /** Longest `User-Agent` kept on a session. */
 const MAX_USER_AGENT_LENGTH = 512;
+
+/** The subject under which the failures of identifiers that name no account are counted: the normalised identifiers given, together. */
+function unknownAccountSubject(subjects: readonly string[]): string {
+  return subjects.join('\n');
+}
 
 /** A user as sign-in looks it up: the row, and whether a second factor is on (`usersByIdentifiersQuery`). */
 type SignInUser = UserRow & { mfa_enabled: boolean };
@@ -189,14 +194,19 @@ export function createSessionsService(deps: SessionsDeps): SessionsService {
     // A username outside the stored form names nobody: the statement need not look (the caller keeps the dummy-hash timing).
     const impossible = ids.username !== undefined && !STORED_USERNAME.test(ids.username);
     const client = clientNetwork(ip);
-    const { verdict, rows, keys } = await limiter.hitAll<SignInUser & AccountWindow>(
+    // An identifier that names no account is counted per normalised identifier, under a key of
+    // its own whose window the same statement reads: it meets the per-account limit exactly as
+    // an account does, so a 429 tells nothing about who exists.
+    const unknownSubject = { rule: rules.signInPerUnknownAccount, subject: unknownAccountSubject(subjects) };
+    const { verdict, rows: found, keys } = await limiter.hitAll<Partial<SignInUser> & AccountWindow & FallbackWindow>(
       {
         first: ip === null ? undefined : { rule: rules.signInPerIp, subject: ip },
         rule: rules.signInPerIdentifier,
         subjects: subjects.map((subject) => `${subject} from ${client}`),
       },
-      limiter.withAccountWindow(rules.signInPerAccount, usersByIdentifiersQuery(HIT_WINDOWS_PARAMS + 1, impossible ? {} : ids), HIT_WINDOWS_PARAMS + 1),
+      limiter.withAccountWindow(rules.signInPerAccount, usersByIdentifiersQuery(HIT_WINDOWS_PARAMS + 1, impossible ? {} : ids), HIT_WINDOWS_PARAMS + 1, unknownSubject),
     );
+    const rows = found.filter((row): row is SignInUser & AccountWindow & FallbackWindow => row.id != null);
     const [only] = rows;
     const matches =
       rows.length === 1 &&
@@ -204,29 +214,31 @@ export function createSessionsService(deps: SessionsDeps): SessionsService {
       (ids.username === undefined || only.username === ids.username) &&
       (ids.email === undefined || only.email === ids.email) &&
       (ids.phone === undefined || only.phone === ids.phone);
-    const accountVerdict: RateLimitVerdict = matches ? limiter.accountVerdict(rules.signInPerAccount, only) : { allowed: true };
+    const fallback = found[0];
+    const accountVerdict: RateLimitVerdict = matches
+      ? limiter.accountVerdict(rules.signInPerAccount, only)
+      : limiter.accountVerdict(rules.signInPerUnknownAccount, { window_hits: fallback?.fallback_hits ?? null, window_start: fallback?.fallback_window_start ?? null });
     const refused = [verdict, accountVerdict].flatMap((v) => (v.allowed ? [] : [v.retryAfterSeconds]));
     if (refused.length > 0) {
-      securityEvent(log, 'sign_in.locked', { ip, ...(accountVerdict.allowed ? {} : { userId: only?.id, reason: 'account' }) });
+      securityEvent(log, 'sign_in.locked', { ip, ...(accountVerdict.allowed ? {} : { userId: matches ? only.id : undefined, reason: 'account' }) });
       metrics.signIn('locked');
       throw new AppError('auth.sign_in.too_many_attempts', { headers: { 'retry-after': String(Math.max(...refused)) } });
     }
     if (!matches) return { user: undefined, rateLimitKeys: keys };
-    const { window_hits: _hits, window_start: _start, ...user } = only;
+    const { window_hits: _hits, window_start: _start, fallback_hits: _fh, fallback_window_start: _fs, ...user } = only;
     return { user, rateLimitKeys: keys };
   };
-
   /**
    * Counts one failed sign-in against the account (NIST SP 800-63B-4 §3.2.2: at most 100
    * failures per account; here per hour, so no one can lock an account for good). Counted after
    * the password was found wrong, so requests in flight together can pass the limit by their
-   * number. An identifier that names no account has no account to protect, but it pays the same
-   * write, against a key of its own that nothing reads (`signInPerUnknownAccount`): otherwise a
-   * wrong password would take one statement longer than an unknown user, and timing would tell
-   * who exists (ASVS 5.0 V6.3.8).
+   * number. Identifiers that name no account are counted the same way, per normalised
+   * identifier (`signInPerUnknownAccount`, read by {@link countAttemptAndFindUser}): the same
+   * write and the same limit, so neither the timing nor the 429 tells who exists (ASVS 5.0
+   * V6.3.8).
    */
   const countAccountFailure = (user: UserRow | undefined, subjects: readonly string[]): Promise<unknown> =>
-    user === undefined ? limiter.hit(rules.signInPerUnknownAccount, subjects.join('\n')) : limiter.hit(rules.signInPerAccount, user.id);
+    user === undefined ? limiter.hit(rules.signInPerUnknownAccount, unknownAccountSubject(subjects)) : limiter.hit(rules.signInPerAccount, user.id);
 
   /**
    * Re-hashes a password whose stored argon2id parameters are below the configured ones (OWASP

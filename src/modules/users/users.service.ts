@@ -11,8 +11,7 @@ import type { VerificationService } from '../verification/verification.service.j
 import { normalizeEmail, normalizePhone, normalizeUsername } from './identifiers.js';
 import type { BreachedPasswordCheck } from './breached-passwords.js';
 import { checkPassword, SERVICE_NAME } from './password-policy.js';
-import type { RateLimitRules } from '../rate-limits/rate-limits.rules.js';
-import type { RateLimiter } from '../rate-limits/rate-limits.service.js';
+import type { CurrentPasswordCheck } from './current-password.js';
 import { findTakenIdentifier, insertUser, replacePasswordHash, type UserRow } from './users.repo.js';
 
 /** A sign-up request after schema validation (docs/api.md#operations SignUpRequest). */
@@ -32,8 +31,8 @@ export interface UsersDeps {
   /** The one-time codes: a password change ends the outstanding reset codes and their queued emails. */
   readonly codes: OneTimeCodes;
   readonly onEmailQueued: () => void;
-  readonly limiter: RateLimiter;
-  readonly rules: Pick<RateLimitRules, 'changePasswordPerUser'>;
+  /** The check of the current password, whose budget change-password shares. */
+  readonly currentPassword: CurrentPasswordCheck;
   /** Counts the sessions a password change revokes; defaults to a registry of its own. */
   readonly metrics?: AuthMetrics;
   /** The breached-password check of new passwords (PASSWORD_BREACH_CHECK=hibp); undefined: none. */
@@ -79,7 +78,7 @@ export function noticeAddress(user: Pick<UserRow, 'email' | 'is_email_verified'>
 
 /** Builds the {@link UsersService}: sign-up and password change over the database, hasher and verification service. */
 export function createUsersService(deps: UsersDeps): UsersService {
-  const { db, clock, hasher, verification, codes, onEmailQueued, limiter, rules } = deps;
+  const { db, clock, hasher, verification, codes, onEmailQueued, currentPassword } = deps;
   const metrics = deps.metrics ?? createAuthMetrics();
   const policy = { breached: deps.breachedPasswords };
   return {
@@ -119,17 +118,16 @@ export function createUsersService(deps: UsersDeps): UsersService {
         throw new AppError('auth.change_password.validation_failed', { message: 'new_password must be 8 to 72 characters after NFKC normalisation.' });
       }
       // Every attempt counts per user before any costly check (the password policy takes tens of
-      // milliseconds of the event loop, argon2id more); only a successful change takes it back.
-      const verdict = await limiter.hit(rules.changePasswordPerUser, user.id);
-      if (!verdict.allowed) {
-        throw new AppError('auth.change_password.too_many_attempts', { headers: { 'retry-after': String(verdict.retryAfterSeconds) } });
-      }
-      const refused = await checkPassword(newPassword, { username: user.username, email: user.email, serviceName: SERVICE_NAME }, policy);
-      if (refused !== undefined) throw new AppError('auth.change_password.validation_failed', { message: refused.reason });
-      if (!(await hasher.verify(user.password_hash, input.currentPassword.normalize('NFKC')))) {
-        throw new AppError('auth.invalid_current_password');
-      }
-      await limiter.forgive(rules.changePasswordPerUser, user.id);
+      // milliseconds of the event loop, argon2id more); only a right current password takes it back.
+      await currentPassword.verify(user, input.currentPassword, {
+        purpose: 'change_password',
+        ip: client.ip,
+        tooMany: 'auth.change_password.too_many_attempts',
+        before: async () => {
+          const refused = await checkPassword(newPassword, { username: user.username, email: user.email, serviceName: SERVICE_NAME }, policy);
+          if (refused !== undefined) throw new AppError('auth.change_password.validation_failed', { message: refused.reason });
+        },
+      });
       const newHash = await hasher.hash(newPassword);
       const now = clock.now();
       const revoked = await db.transaction(async (tx) => {
