@@ -1,12 +1,14 @@
-import { randomBytes } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import type { LightMyRequestResponse } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildApp, createLogger } from '../../src/app.js';
 import { createPasswordHasher, type PasswordHasher } from '../../src/crypto/password.js';
 import { checkPassword, SERVICE_NAME } from '../../src/modules/users/password-policy.js';
-import { upgradePasswordHash } from '../../src/modules/users/users.repo.js';
+import { createSignInSession } from '../../src/modules/sessions/sessions.repo.js';
+import { setPasswordHash, upgradePasswordHash } from '../../src/modules/users/users.repo.js';
 import { createTestContext, TEST_ARGON2, type TestContext } from '../helpers/context.js';
-import { createVerifiedUser, keysOf, postJson, signIn, uniqueName, withBearer } from '../helpers/flows.js';
+import { createVerifiedUser, keysOf, PASSWORD, postJson, setCookies, signIn, uniqueName, withBearer } from '../helpers/flows.js';
+import { codeNow, enrolled, passwordStep, secondStep } from '../helpers/mfa.js';
 
 let ctx: TestContext;
 beforeAll(async () => {
@@ -301,6 +303,75 @@ describe('argon2id hash upgrade at sign-in', () => {
     expect(await storedHash(user.id)).toBe(newHash);
     expect((await withBearer(ctx, 'GET', '/auth/v0/me', s.accessToken)).statusCode).toBe(200);
     await signIn(ctx, { username: user.username, password: user.password });
+  });
+
+  it('a user with a second factor gets the upgrade too, at the password step, and the challenge still completes', async () => {
+    const { user, secret } = await enrolled(ctx);
+    const raised = { memoryCost: TEST_ARGON2.memoryCost * 2, timeCost: TEST_ARGON2.timeCost + 1, parallelism: TEST_ARGON2.parallelism };
+    const app = await instanceWith(raised);
+    let challenge: string;
+    try {
+      const res = await app.inject({ method: 'POST', url: '/auth/v0/sign-in', payload: { username: user.username, password: PASSWORD } });
+      expect(res.statusCode, res.body).toBe(403);
+      challenge = setCookies(res).find((c) => c.name === 'mfa_challenge')!.value;
+      await expect.poll(async () => costOf(await storedHash(user.id)), { timeout: 2000 }).toEqual({ m: raised.memoryCost, t: raised.timeCost });
+    } finally {
+      await app.close();
+    }
+    // The challenge of the step that upgraded the hash still completes: an upgrade is no password change.
+    const done = await secondStep(ctx, challenge, { code: codeNow(ctx, secret) });
+    expect(done.statusCode, done.body).toBe(200);
+  });
+
+  it('a session started while a parallel upgrade replaced the hash is still created (password step checked before the upgrade)', async () => {
+    const { user, secret } = await enrolled(ctx);
+    const challenge = await passwordStep(ctx, user.username);
+    // A parallel sign-in's background upgrade lands between the two steps (as it could between a
+    // passkey sign-in's read of the user and its session).
+    const stronger = await createPasswordHasher({ memoryCost: TEST_ARGON2.memoryCost * 2, timeCost: TEST_ARGON2.timeCost + 1, parallelism: 1 });
+    const old = await storedHash(user.id);
+    expect(await upgradePasswordHash(ctx.db, user.id, { expectedHash: old, newHash: await stronger.hash(PASSWORD) }, ctx.clock.now())).toBe(true);
+    const done = await secondStep(ctx, challenge, { code: codeNow(ctx, secret) });
+    expect(done.statusCode, done.body).toBe(200);
+    // A password change between the two steps still ends the challenge.
+    const second = await passwordStep(ctx, user.username);
+    const s = await signIn(ctx, { username: user.username, password: PASSWORD }).catch(() => undefined);
+    expect(s).toBeUndefined(); // the second factor is on: no session from the password alone
+    const token = (done.json() as { tokens: { access_token: string } }).tokens.access_token;
+    const changed = await withBearer(ctx, 'POST', '/auth/v0/change-password', token, { current_password: PASSWORD, new_password: 'plum tractor velvet harbour' });
+    expect(changed.statusCode, changed.body).toBe(204);
+    ctx.clock.advance(30);
+    const refused = await secondStep(ctx, second, { code: codeNow(ctx, secret) });
+    expect(refused.statusCode, refused.body).toBe(401);
+  });
+
+  it('createSignInSession checks the password version: a re-hash of the same password lets it through, a reset does not', async () => {
+    const user = await createVerifiedUser(ctx);
+    const version = async (): Promise<number> =>
+      (await ctx.db.query<{ password_version: number }>('SELECT password_version FROM users WHERE id = $1', [user.id])).rows[0]!.password_version;
+    const checked = await version();
+    // What a passkey sign-in or a second step does with the version it read, after a parallel upgrade.
+    const stronger = await createPasswordHasher({ memoryCost: TEST_ARGON2.memoryCost * 2, timeCost: TEST_ARGON2.timeCost + 1, parallelism: 1 });
+    expect(await upgradePasswordHash(ctx.db, user.id, { expectedHash: await storedHash(user.id), newHash: await stronger.hash(user.password) }, ctx.clock.now())).toBe(true);
+    expect(await version()).toBe(checked);
+    const session = (id: string) => ({
+      sessionId: id,
+      deviceId: randomUUID(),
+      userId: user.id,
+      checkedPasswordVersion: checked,
+      ip: null,
+      userAgent: null,
+      now: ctx.clock.now(),
+      expiresAt: new Date(ctx.clock.now().getTime() + 3_600_000),
+      refreshToken: { id: randomUUID(), tokenHash: randomBytes(32).toString('hex') },
+      forgiveRateLimitKeys: [],
+      amr: ['hwk', 'user'],
+    });
+    expect(await createSignInSession(ctx.db, session(randomUUID()))).toBe(true);
+    // A reset (or change) raises the version: a session checked against the old one is not created.
+    expect(await setPasswordHash(ctx.db, user.id, await stronger.hash('plum tractor velvet harbour'), ctx.clock.now())).toBe(true);
+    expect(await version()).toBe(checked + 1);
+    expect(await createSignInSession(ctx.db, session(randomUUID()))).toBe(false);
   });
 
   it('sign-in leaves a hash alone whose parameters meet the configured ones', async () => {

@@ -14,11 +14,12 @@ export interface DeletedUser {
 /**
  * Hard-deletes the user `userId` and, through the foreign keys' `ON DELETE CASCADE`, every row
  * that belongs to it: its one-time codes, devices, sessions and their refresh tokens (migration
- * 001). With `expectedHash`, only while the password hash is still that one: a password changed
- * since the caller checked it makes the deletion a no-op. Run it inside a transaction (`q` an
+ * 001). With `expectedPasswordVersion`, only while `password_version` is still that one: a
+ * password changed since the caller checked it makes the deletion a no-op (a re-hash of the same
+ * password does not). Run it inside a transaction (`q` an
  * open one): the locks it takes first are held until that transaction ends.
  *
- * Lock order: the user's row first (`FOR UPDATE`, guarded by the hash; a sign-in that is creating
+ * Lock order: the user's row first (`FOR UPDATE`, guarded by the password's version; a sign-in that is creating
  * a session holds a key-share lock on it, so the deletion waits for that sign-in to commit, and a
  * later one waits for the deletion), then every refresh token of its sessions, then the sessions,
  * then the `DELETE`. A refresh locks its token and then the token's session
@@ -28,12 +29,12 @@ export interface DeletedUser {
  * waited for may have committed a successor its first scan did not see, and any later token is
  * inserted by a refresh that must first lock one of the tokens held here.
  * Its username, email and phone are free again as soon as this commits.
- * @returns the deleted user, or undefined when nothing matched (already deleted, or the hash changed).
+ * @returns the deleted user, or undefined when nothing matched (already deleted, or the password changed).
  */
-export async function deleteUser(q: Queryable, userId: string, guard: { expectedHash?: string | undefined } = {}): Promise<DeletedUser | undefined> {
+export async function deleteUser(q: Queryable, userId: string, guard: { expectedPasswordVersion?: number | undefined } = {}): Promise<DeletedUser | undefined> {
   const locked = await q.query(
-    'SELECT id FROM users WHERE id = $1 AND ($2::text IS NULL OR password_hash = $2) FOR UPDATE',
-    [userId, guard.expectedHash ?? null],
+    'SELECT id FROM users WHERE id = $1 AND ($2::integer IS NULL OR password_version = $2) FOR UPDATE',
+    [userId, guard.expectedPasswordVersion ?? null],
   );
   if (locked.rows.length === 0) return undefined;
   let tokens = -1;

@@ -21,16 +21,16 @@ export const DELETED_ACCOUNT_REASON = 'account deleted';
  * ({@link deleteFinishedEmailsTo}), and the code emails of its unconfirmed email changes; then queues the `account_deleted` notice to its verified
  * address (docs/api.md#security-notices), which keeps the address, the username, the time, IP
  * address and user agent, and no reference to the user, until the retention worker deletes it. Shared by delete-account and `latchkey users delete`.
- * @param d.expectedHash delete only while the password hash is this one (delete-account checked it).
+ * @param d.expectedPasswordVersion delete only while the password is this version (delete-account checked it).
  * @param d.client where the request came from; nulls for an operator's command.
  * @returns the deleted user, or undefined when nothing was deleted (already gone, or the password changed).
  */
 export async function eraseAccount(
   db: Db,
-  d: { userId: string; expectedHash?: string | undefined; now: Date; client: NoticeClient },
+  d: { userId: string; expectedPasswordVersion?: number | undefined; now: Date; client: NoticeClient },
 ): Promise<{ user: DeletedUser; noticeQueued: boolean } | undefined> {
   return db.transaction(async (tx) => {
-    const user = await deleteUser(tx, d.userId, { expectedHash: d.expectedHash });
+    const user = await deleteUser(tx, d.userId, { expectedPasswordVersion: d.expectedPasswordVersion });
     if (user === undefined) return undefined;
     await deleteAccountRateLimits(tx, user.id);
     if (user.email !== null) {
@@ -80,7 +80,7 @@ export function createAccountsService(deps: AccountsDeps): AccountsService {
   return {
     async deleteAccount(user, input, client) {
       await currentPassword.verify(user, input.password, { purpose: 'delete_account', ip: client.ip, tooMany: 'auth.delete_account.too_many_attempts' });
-      const erased = await eraseAccount(db, { userId: user.id, expectedHash: user.password_hash, now: clock.now(), client });
+      const erased = await eraseAccount(db, { userId: user.id, expectedPasswordVersion: user.password_version, now: clock.now(), client });
       if (erased === undefined) throw new AppError('auth.invalid_current_password');
       metrics.accountsDeleted('owner');
       if (erased.noticeQueued) onEmailQueued();

@@ -13,8 +13,8 @@ export interface TotpRow {
 export interface ChallengeRow {
   id: string;
   user_id: string;
-  /** The password hash the password step checked. */
-  password_hash: string;
+  /** The `password_version` whose hash the password step checked. */
+  password_version: number;
   attempts: number;
   expires_at: Date;
   consumed_at: Date | null;
@@ -95,18 +95,18 @@ export async function useRecoveryCode(q: Queryable, c: { userId: string; hash: s
 /** Stores a sign-in challenge by the SHA-256 of its cookie value. */
 export async function insertChallenge(
   q: Queryable,
-  c: { id: string; tokenHash: string; userId: string; passwordHash: string; now: Date; expiresAt: Date },
+  c: { id: string; tokenHash: string; userId: string; passwordVersion: number; now: Date; expiresAt: Date },
 ): Promise<void> {
   await q.query(
-    `INSERT INTO mfa_challenges (id, token_hash, user_id, password_hash, created_at, expires_at) VALUES ($1, $2, $3, $4, $5, $6)`,
-    [c.id, c.tokenHash, c.userId, c.passwordHash, c.now, c.expiresAt],
+    `INSERT INTO mfa_challenges (id, token_hash, user_id, password_version, created_at, expires_at) VALUES ($1, $2, $3, $4, $5, $6)`,
+    [c.id, c.tokenHash, c.userId, c.passwordVersion, c.now, c.expiresAt],
   );
 }
 
 /** The challenge with this cookie hash, locked `FOR UPDATE` (its tries serialise); undefined when there is none. */
 export async function lockChallenge(q: Queryable, tokenHash: string): Promise<ChallengeRow | undefined> {
   const { rows } = await q.query<ChallengeRow>(
-    'SELECT id, user_id, password_hash, attempts, expires_at, consumed_at FROM mfa_challenges WHERE token_hash = $1 FOR UPDATE',
+    'SELECT id, user_id, password_version, attempts, expires_at, consumed_at FROM mfa_challenges WHERE token_hash = $1 FOR UPDATE',
     [tokenHash],
   );
   return rows[0];

@@ -295,7 +295,7 @@ export function createMfaService(deps: MfaDeps): MfaService {
         throw tooMany(verdict.retryAfterSeconds);
       }
       const now = clock.now();
-      const outcome = await db.transaction(async (tx): Promise<'expired' | 'invalid_code' | { passwordHash: string; used: 'totp' | 'recovery_code' }> => {
+      const outcome = await db.transaction(async (tx): Promise<'expired' | 'invalid_code' | { passwordVersion: number; used: 'totp' | 'recovery_code' }> => {
         const row = await lockChallenge(tx, tokenHash);
         if (!isLive(row, now)) return 'expired';
         const totp = await findTotp(tx, row.user_id);
@@ -306,7 +306,7 @@ export function createMfaService(deps: MfaDeps): MfaService {
           return 'invalid_code';
         }
         await consumeChallenge(tx, row.id, now);
-        return { passwordHash: row.password_hash, used };
+        return { passwordVersion: row.password_version, used };
       });
       if (outcome === 'expired') throw expired();
       if (outcome === 'invalid_code') {
@@ -319,7 +319,7 @@ export function createMfaService(deps: MfaDeps): MfaService {
       await limiter.forgive(rules.mfaSignInPerAccount, seen.user_id);
       const user = await findUserById(db, seen.user_id);
       // The session is created only while the password the first step checked is still the user's.
-      const issued = user === undefined ? undefined : await sessions.startSession(user, { checkedHash: outcome.passwordHash, amr: PASSWORD_AND_OTP_AMR, client });
+      const issued = user === undefined ? undefined : await sessions.startSession(user, { checkedPasswordVersion: outcome.passwordVersion, amr: PASSWORD_AND_OTP_AMR, client });
       if (user === undefined || issued === undefined) throw expired();
       metrics.mfaSignIn(outcome.used);
       return { ...issued, user };

@@ -381,9 +381,10 @@ export function createPasskeysService(deps: PasskeysDeps): PasskeysService {
       if (!(await recordPasskeyUse(db, { id: passkeyId, counter: info.newCounter, backedUp: info.credentialBackedUp, now: clock.now() }))) {
         throw refused('counter_not_increased', client, user.id);
       }
-      // Created only while the password hash is the one read with the passkey: a session started
-      // during a password reset (which ends every session) cannot outlive it.
-      const issued = await sessions.startSession(user, { checkedHash: user.password_hash, amr: PASSKEY_AMR, client, forgiveKeys: keys });
+      // Created only while the password is the one read with the passkey: a session started
+      // during a password reset (which ends every session) cannot outlive it. A re-hash of the
+      // same password by a parallel sign-in does not stop it (`password_version`).
+      const issued = await sessions.startSession(user, { checkedPasswordVersion: user.password_version, amr: PASSKEY_AMR, client, forgiveKeys: keys });
       if (issued === undefined) throw refused('account_changed', client, user.id);
       metrics.passkeySignIn('success');
       return { ...issued, user };

@@ -25,15 +25,16 @@ const SESSION_COLUMNS = 's.id, s.user_id, s.device_id, s.ip, s.user_agent, s.cre
 /**
  * Creates the records of a sign-in (docs/api.md#operations: device and session records; the session is the
  * refresh token family, docs/api.md#refresh-token-rotation) in one statement: a device, a session and the family's
- * first refresh token, but only while the user's password hash is still `checkedHash`, the hash
- * the password was verified against. The user row is share-locked for the statement, so a
+ * first refresh token, but only while the user's `password_version` is still
+ * `checkedPasswordVersion`, the version whose hash was verified (or, for a passkey, read with the
+ * passkey): a re-hash of the same password does not change it, a change or reset does. The user row is share-locked for the statement, so a
  * parallel password change (which replaces the hash and then revokes every
  * session of the user) either waits for this statement and revokes the new session too, or
- * commits first, and then the hash no longer matches and nothing is created.
+ * commits first, and then the version no longer matches and nothing is created.
  * The same statement takes back the sign-in's rate-limit hits (`forgiveRateLimitKeys`
  * point 1: only failures count), only when the session is created, so a sign-in is two commits
  * (its counts and this) rather than 2n + 3 for n identifiers (docs/performance.md).
- * @returns false when the hash changed since it was checked; nothing was created or forgiven then.
+ * @returns false when the password changed since it was checked; nothing was created or forgiven then.
  */
 export async function createSignInSession(
   q: Queryable,
@@ -41,7 +42,7 @@ export async function createSignInSession(
     sessionId: string;
     deviceId: string;
     userId: string;
-    checkedHash: string;
+    checkedPasswordVersion: number;
     ip: string | null;
     userAgent: string | null;
     now: Date;
@@ -54,7 +55,7 @@ export async function createSignInSession(
 ): Promise<boolean> {
   const { rowCount } = await q.query(
     `WITH checked AS (
-       SELECT id FROM users WHERE id = $3 AND password_hash = $8 FOR SHARE
+       SELECT id FROM users WHERE id = $3 AND password_version = $8 FOR SHARE
      ), forgiven AS (
        ${forgiveHitsSql(11, 'EXISTS (SELECT 1 FROM checked)')}
      ), d AS (
@@ -64,7 +65,7 @@ export async function createSignInSession(
        SELECT $1, d.user_id, d.id, $4, $5, $6, $6, $7, $12::text[] FROM d RETURNING id
      )
      INSERT INTO refresh_tokens (id, session_id, token_hash, parent_id, created_at) SELECT $9, s.id, $10, NULL, $6 FROM s`,
-    [s.sessionId, s.deviceId, s.userId, s.ip, s.userAgent, s.now, s.expiresAt, s.checkedHash, s.refreshToken.id, s.refreshToken.tokenHash, [...s.forgiveRateLimitKeys], [...s.amr]],
+    [s.sessionId, s.deviceId, s.userId, s.ip, s.userAgent, s.now, s.expiresAt, s.checkedPasswordVersion, s.refreshToken.id, s.refreshToken.tokenHash, [...s.forgiveRateLimitKeys], [...s.amr]],
   );
   return rowCount === 1;
 }
@@ -88,7 +89,7 @@ export async function findActiveSessionWithUser(q: Queryable, sessionId: string,
   // PostgreSQL spent about 6 µs more per statement on a `make_interval` of a parameter
   // (docs/performance.md), and pg formats a Date in JavaScript, slower than `toISOString`.
   const { rows } = await q.query<UserRow & { last_use_stale: boolean }>(
-    `SELECT u.id, u.username, u.email, u.phone, u.password_hash, u.is_email_verified, u.is_phone_verified,
+    `SELECT u.id, u.username, u.email, u.phone, u.password_hash, u.password_version, u.is_email_verified, u.is_phone_verified,
             (s.last_used_at IS NULL OR s.last_used_at <= $3::timestamptz - interval '${LAST_USED_RESOLUTION_SECONDS} seconds') AS last_use_stale
        FROM sessions s JOIN users u ON u.id = s.user_id
       WHERE s.id = $1 AND s.user_id = $2 AND s.revoked_at IS NULL AND s.expires_at > $3`,
@@ -104,6 +105,7 @@ export async function findActiveSessionWithUser(q: Queryable, sessionId: string,
       email: r.email,
       phone: r.phone,
       password_hash: r.password_hash,
+      password_version: r.password_version,
       is_email_verified: r.is_email_verified,
       is_phone_verified: r.is_phone_verified,
     },

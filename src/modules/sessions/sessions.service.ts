@@ -122,13 +122,13 @@ export interface SessionsService {
   signIn(input: { username?: string; email?: string; phone?: string; password: string }, client: ClientContext): Promise<SignInResult>;
   /**
    * Creates a session for `user` as a sign-in does (a device, the session with `amr`, its first
-   * refresh token, in one statement that creates nothing unless the password hash is still
-   * `checkedHash`) and signs its access token: the second step of a sign-in with a second factor,
+   * refresh token, in one statement that creates nothing unless the user's `password_version` is
+   * still `checkedPasswordVersion`) and signs its access token: the second step of a sign-in with a second factor,
    * or a passkey sign-in. `forgiveKeys`: rate-limit counts (as RateLimiter.hitAll returned them)
    * the same statement takes back, only when it creates the session.
-   * @returns the tokens, or undefined when the password changed since `checkedHash` was checked.
+   * @returns the tokens, or undefined when the password changed since it was checked.
    */
-  startSession(user: UserRow, c: { checkedHash: string; amr: readonly string[]; client: ClientContext; forgiveKeys?: readonly string[] }): Promise<IssuedTokens | undefined>;
+  startSession(user: UserRow, c: { checkedPasswordVersion: number; amr: readonly string[]; client: ClientContext; forgiveKeys?: readonly string[] }): Promise<IssuedTokens | undefined>;
   /**
    * Rotates a refresh token (docs/api.md#refresh-token-rotation): locks its row and session, rejects a revoked or
    * expired session, marks the token rotated and inserts its successor, atomically (one
@@ -260,7 +260,7 @@ export function createSessionsService(deps: SessionsDeps): SessionsService {
    * A new session for `userId`, ready to be created: its id and first refresh token, its access
    * token already being signed (on libuv's thread pool), and `create`, the one statement
    * ({@link createSignInSession}) that makes the device, the session with `amr` and the refresh
-   * token, only while the password hash is `checkedHash`, taking back `forgiveKeys`.
+   * token, only while the password is still version `checkedPasswordVersion`, taking back `forgiveKeys`.
    */
   const prepareSession = (userId: string, client: ClientContext, amr: readonly string[]) => {
     const now = clock.now();
@@ -268,12 +268,12 @@ export function createSessionsService(deps: SessionsDeps): SessionsService {
     const refreshToken = newRefreshToken();
     const signing = accessTokens.sign({ userId, sessionId, amr });
     signing.catch(() => undefined); // awaited by the caller; never an unhandled rejection meanwhile
-    const create = (checkedHash: string, forgiveKeys: readonly string[]): Promise<boolean> =>
+    const create = (checkedPasswordVersion: number, forgiveKeys: readonly string[]): Promise<boolean> =>
       createSignInSession(db, {
         sessionId,
         deviceId: randomUUID(),
         userId,
-        checkedHash,
+        checkedPasswordVersion,
         ip: client.ip,
         userAgent: client.userAgent === null ? null : client.userAgent.slice(0, MAX_USER_AGENT_LENGTH),
         now,
@@ -314,6 +314,10 @@ export function createSessionsService(deps: SessionsDeps): SessionsService {
         throw new AppError('auth.email_not_verified');
       }
 
+      // Hashes with weaker argon2id parameters than configured are re-hashed after the answer,
+      // whichever way the sign-in goes on; the version the session or challenge checks stays.
+      if (hasher.needsRehash(user.password_hash)) upgradeHashInBackground(user.id, user.password_hash, password);
+
       if (user.mfa_enabled) {
         // The password was right: its attempt does not count. No session until the second step.
         await limiter.forgiveKeys(rateLimitKeys);
@@ -323,7 +327,7 @@ export function createSessionsService(deps: SessionsDeps): SessionsService {
           id: randomUUID(),
           tokenHash: sha256(challenge),
           userId: user.id,
-          passwordHash: user.password_hash,
+          passwordVersion: user.password_version,
           now,
           expiresAt: new Date(now.getTime() + MFA_CHALLENGE_TTL_SECONDS * 1000),
         });
@@ -332,34 +336,27 @@ export function createSessionsService(deps: SessionsDeps): SessionsService {
         return { kind: 'mfa_required', user, challenge, challengeMaxAgeSeconds: MFA_CHALLENGE_TTL_SECONDS };
       }
 
-      // One statement (one round trip, one commit) that creates nothing if the hash changed
+      // One statement (one round trip, one commit) that creates nothing if the password changed
       // meanwhile. Not wrapped in BEGIN/COMMIT, unlike the refresh below: delivered late by a
       // silent network after this request answered 503, it would create a session whose refresh
       // token nobody ever received, which expires unused (docs/decisions.md). The access token is
       // signed (on libuv's thread pool) while the statement runs.
       const { sessionId, refreshToken, signing, create } = prepareSession(user.id, client, PASSWORD_AMR);
-      const createSession = (checkedHash: string): Promise<boolean> => create(checkedHash, rateLimitKeys);
-      let storedHash = user.password_hash;
-      if (!(await createSession(storedHash))) {
-        // The hash changed since it was checked: a password change (the old password no longer
-        // works) or a parameter upgrade by a parallel sign-in (it still does). Check once more.
-        const fresh = await findUserById(db, user.id);
-        if (fresh === undefined || !(await hasher.verify(fresh.password_hash, password)) || !(await createSession(fresh.password_hash))) {
-          metrics.signIn('bad_credentials');
-          throw new AppError('auth.invalid_credentials');
-        }
-        storedHash = fresh.password_hash;
+      if (!(await create(user.password_version, rateLimitKeys))) {
+        // The password was changed or reset since it was checked (a re-hash of the same password
+        // keeps its version): the one typed is no longer the account's.
+        metrics.signIn('bad_credentials');
+        throw new AppError('auth.invalid_credentials');
       }
-      if (hasher.needsRehash(storedHash)) upgradeHashInBackground(user.id, storedHash, password);
       const accessToken = await signing;
       securityEvent(log, 'sign_in.succeeded', { userId: user.id, sessionId, ip: client.ip });
       metrics.signIn('success');
       return { kind: 'session', user, sessionId, accessToken, refreshToken, refreshMaxAgeSeconds: sessionTtlSeconds };
     },
 
-    async startSession(user, { checkedHash, amr, client, forgiveKeys = [] }) {
+    async startSession(user, { checkedPasswordVersion, amr, client, forgiveKeys = [] }) {
       const { sessionId, refreshToken, signing, create } = prepareSession(user.id, client, amr);
-      const created = await create(checkedHash, forgiveKeys);
+      const created = await create(checkedPasswordVersion, forgiveKeys);
       if (!created) return undefined;
       const accessToken = await signing;
       securityEvent(log, 'sign_in.succeeded', { userId: user.id, sessionId, ip: client.ip });

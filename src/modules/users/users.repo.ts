@@ -8,12 +8,18 @@ export interface UserRow {
   email: string | null;
   phone: string | null;
   password_hash: string;
+  /**
+   * 1 at sign-up, one more at each change or reset of the password; unchanged by a re-hash of
+   * the same password (migration 011). What "the password did not change since it was checked"
+   * compares.
+   */
+  password_version: number;
   is_email_verified: boolean;
   is_phone_verified: boolean;
 }
 
 /** The columns of a {@link UserRow}, in SELECT lists. */
-export const USER_COLUMNS = 'id, username, email, phone, password_hash, is_email_verified, is_phone_verified';
+export const USER_COLUMNS = 'id, username, email, phone, password_hash, password_version, is_email_verified, is_phone_verified';
 
 /** Unique index -> the 409 code it means (docs/api.md#error-codes). */
 const TAKEN_BY_CONSTRAINT = {
@@ -29,7 +35,7 @@ const TAKEN_BY_CONSTRAINT = {
  */
 export async function insertUser(
   q: Queryable,
-  user: Omit<UserRow, 'is_email_verified' | 'is_phone_verified'>,
+  user: Omit<UserRow, 'is_email_verified' | 'is_phone_verified' | 'password_version'>,
   now: Date,
 ): Promise<UserRow> {
   try {
@@ -131,32 +137,38 @@ export async function findUserById(q: Queryable, id: string): Promise<UserRow | 
 }
 
 /**
- * Replaces the password hash only if it is still `expectedHash`, so that of two parallel
- * password changes exactly one wins.
+ * Replaces the password (a change) only if its version is still `expectedVersion`, the one whose
+ * hash was verified, so that of two parallel password changes exactly one wins, while a re-hash
+ * of the same password by a parallel sign-in ({@link upgradePasswordHash}) does not refuse it.
+ * Raises `password_version`.
  * @returns true when this call replaced it.
  */
 export async function replacePasswordHash(
   q: Queryable,
   userId: string,
-  change: { expectedHash: string; newHash: string },
+  change: { expectedVersion: number; newHash: string },
   now: Date,
 ): Promise<boolean> {
   const { rowCount } = await q.query(
-    'UPDATE users SET password_hash = $3, updated_at = $4 WHERE id = $1 AND password_hash = $2',
-    [userId, change.expectedHash, change.newHash, now],
+    'UPDATE users SET password_hash = $3, password_version = password_version + 1, updated_at = $4 WHERE id = $1 AND password_version = $2',
+    [userId, change.expectedVersion, change.newHash, now],
   );
   return rowCount === 1;
 }
 
 /**
  * Sets the password hash whatever it was (a password reset: the code, not the old password,
- * proved the right to change it). Takes the user row's lock, so a parallel sign-in's
+ * proved the right to change it), and raises `password_version`. Takes the user row's lock, so a parallel sign-in's
  * `createSignInSession` either commits first (and the reset then revokes its session) or finds
  * the hash changed.
  * @returns true when the user exists.
  */
 export async function setPasswordHash(q: Queryable, userId: string, newHash: string, now: Date): Promise<boolean> {
-  const { rowCount } = await q.query('UPDATE users SET password_hash = $2, updated_at = $3 WHERE id = $1', [userId, newHash, now]);
+  const { rowCount } = await q.query('UPDATE users SET password_hash = $2, password_version = password_version + 1, updated_at = $3 WHERE id = $1', [
+    userId,
+    newHash,
+    now,
+  ]);
   return rowCount === 1;
 }
 
@@ -165,13 +177,11 @@ export async function setPasswordHash(q: Queryable, userId: string, newHash: str
  * `PasswordHasher.needsRehash` said the stored one has weaker argon2id parameters than
  * configured), only if the stored hash is still `expectedHash`: a parallel password change or
  * another upgrade wins, and this one is then simply dropped. Unlike a password change it revokes
- * nothing, since the password is the same.
+ * nothing and leaves `password_version` as it is, since the password is the same: a session,
+ * second sign-in step or passkey sign-in that checked the old hash still goes through.
  *
  * Make the new hash outside any transaction (argon2id must not run while row locks are held),
- * for example after the sign-in transaction committed. Note for the caller: a parallel sign-in
- * that verified the old hash then finds it changed in `createSignInSession`; it should
- * re-read the hash and verify once more rather than answer 401, since an upgrade is not a
- * password change.
+ * for example after the sign-in transaction committed.
  * @returns true when this call replaced the hash; false is not an error.
  */
 export async function upgradePasswordHash(
@@ -180,7 +190,13 @@ export async function upgradePasswordHash(
   upgrade: { expectedHash: string; newHash: string },
   now: Date,
 ): Promise<boolean> {
-  return replacePasswordHash(q, userId, upgrade, now);
+  const { rowCount } = await q.query('UPDATE users SET password_hash = $3, updated_at = $4 WHERE id = $1 AND password_hash = $2', [
+    userId,
+    upgrade.expectedHash,
+    upgrade.newHash,
+    now,
+  ]);
+  return rowCount === 1;
 }
 
 /**

@@ -131,7 +131,7 @@ export function createUsersService(deps: UsersDeps): UsersService {
       const newHash = await hasher.hash(newPassword);
       const now = clock.now();
       const revoked = await db.transaction(async (tx) => {
-        const replaced = await replacePasswordHash(tx, user.id, { expectedHash: user.password_hash, newHash }, now);
+        const replaced = await replacePasswordHash(tx, user.id, { expectedVersion: user.password_version, newHash }, now);
         if (!replaced) throw new AppError('auth.invalid_current_password');
         const count = await revokeAllSessions(tx, user.id, 'password_changed', now);
         // A reset code issued before the change must not undo it (docs/api.md#change-password).
