@@ -61,6 +61,7 @@ export const ERROR_CATALOG = {
   'auth.change_password.too_many_attempts': { status: 429, message: 'Too many wrong current passwords; try again later.' },
   'auth.delete_account.too_many_attempts': { status: 429, message: 'Too many wrong passwords; try again later.' },
   'auth.mfa.too_many_attempts': { status: 429, message: 'Too many wrong codes or passwords; try again later.' },
+  'auth.passkeys.too_many_attempts': { status: 429, message: 'Too many passkey registrations started; try again later.' },
   'auth.sign_up.too_many_attempts': { status: 429, message: 'Too many sign-ups from this network; try again later.' },
   // `auth.verify_email.too_many_attempts` is taken by the 410 of a dead code (docs/api.md#error-codes).
   'auth.verify_email.rate_limited': { status: 429, message: 'Too many failed verifications from this network; try again later.' },

@@ -50,7 +50,7 @@ const EXPECTED: Record<string, { statuses: string[]; security?: 'bearerAuth' | '
   'post /auth/v0/mfa/recovery-codes': { statuses: ['200', '400', '401', '413', '429'], security: 'bearerAuth' },
   'post /auth/v0/sign-in/passkey/options': { statuses: ['200', '429'] },
   'post /auth/v0/sign-in/passkey': { statuses: ['200', '400', '401', '403', '413', '429'], security: 'webauthnChallengeCookie' },
-  'post /auth/v0/passkeys/registration/options': { statuses: ['200', '401', '409'], security: 'bearerAuth' },
+  'post /auth/v0/passkeys/registration/options': { statuses: ['200', '401', '409', '429'], security: 'bearerAuth' },
   'post /auth/v0/passkeys/registration': { statuses: ['201', '400', '401', '409', '413'], security: 'bearerAuth' },
   'get /auth/v0/passkeys': { statuses: ['200', '401'], security: 'bearerAuth' },
   'patch /auth/v0/passkeys/{passkey_id}': { statuses: ['200', '400', '401', '403', '404', '413'], security: 'bearerAuth' },

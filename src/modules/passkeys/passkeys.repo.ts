@@ -141,11 +141,32 @@ export async function deletePasskey(q: Queryable, c: { id: string; userId: strin
 /** Stores a challenge, single use until `expiresAt`. */
 export async function insertWebauthnChallenge(
   q: Queryable,
-  c: { id: string; purpose: 'registration' | 'authentication'; challenge: string; userId: string | null; tokenHash: string | null; now: Date; expiresAt: Date },
+  c: { id: string; purpose: 'authentication'; challenge: string; userId: null; tokenHash: string; now: Date; expiresAt: Date },
 ): Promise<void> {
   await q.query(
     `INSERT INTO webauthn_challenges (id, purpose, challenge, user_id, token_hash, created_at, expires_at) VALUES ($1, $2, $3, $4, $5, $6, $7)`,
     [c.id, c.purpose, c.challenge, c.userId, c.tokenHash, c.now, c.expiresAt],
+  );
+}
+
+/**
+ * Stores a registration challenge of `userId` and, in the same statement, deletes the user's
+ * older registration challenges beyond the newest `keep - 1`, so that a user has at most `keep`
+ * (parallel calls may briefly leave one or two more, which the next call or the purge removes):
+ * a registration page that asks again replaces its oldest challenge instead of adding rows.
+ * @param c.keep at least 1.
+ */
+export async function insertRegistrationChallenge(q: Queryable, c: { id: string; challenge: string; userId: string; now: Date; expiresAt: Date; keep: number }): Promise<void> {
+  await q.query(
+    `WITH stored AS (
+       INSERT INTO webauthn_challenges (id, purpose, challenge, user_id, token_hash, created_at, expires_at)
+       VALUES ($1, 'registration', $2, $3, NULL, $4, $5) RETURNING id
+     )
+     DELETE FROM webauthn_challenges AS w
+      WHERE w.purpose = 'registration' AND w.user_id = $3
+        AND w.id NOT IN (SELECT o.id FROM webauthn_challenges AS o WHERE o.purpose = 'registration' AND o.user_id = $3
+                          ORDER BY o.created_at DESC, o.id DESC LIMIT $6)`,
+    [c.id, c.challenge, c.userId, c.now, c.expiresAt, c.keep - 1],
   );
 }
 

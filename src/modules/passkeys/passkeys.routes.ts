@@ -41,7 +41,7 @@ export function passkeysRoutes(deps: { passkeys: PasskeysService; sessions: Sess
           operationId: 'passkeyRegistrationOptions',
           tags,
           security: [{ bearerAuth: [] }],
-          response: { 200: CreationOptionsSchema, ...errorResponses(401, 409) },
+          response: { 200: CreationOptionsSchema, ...errorResponses(401, 409, 429) },
         },
       },
       async (request) => passkeys.registrationOptions(callerOf(request).user),

@@ -30,6 +30,7 @@ import {
   deletePasskey,
   findPasskey,
   insertPasskey,
+  insertRegistrationChallenge,
   insertWebauthnChallenge,
   listPasskeys,
   passkeyWithOwnerQuery,
@@ -44,6 +45,11 @@ import {
 import { passkeyNoticeLine } from './passkey-notices.js';
 import type { CreationOptions, RequestOptions } from './passkeys.schemas.js';
 
+/**
+ * Live registration challenges one user may have (docs/api.md#passkeys): a new one replaces the
+ * oldest. Enough for a registration page open in a few tabs; each further ask costs no row.
+ */
+export const MAX_REGISTRATION_CHALLENGES_PER_USER = 3;
 /** Most passkeys one account may have (docs/api.md#passkeys). */
 export const MAX_PASSKEYS_PER_USER = 10;
 /** How long a registration or sign-in challenge lives, in seconds (docs/api.md#passkeys). */
@@ -68,7 +74,7 @@ export interface PasskeysDeps {
   readonly rp: WebauthnSettings;
   readonly sessions: Pick<SessionsService, 'startSession'>;
   readonly limiter: RateLimiter;
-  readonly rules: Pick<RateLimitRules, 'signInPerIp' | 'signInPerAccount' | 'passkeyOptionsPerIp'>;
+  readonly rules: Pick<RateLimitRules, 'signInPerIp' | 'signInPerAccount' | 'passkeyOptionsPerIp' | 'passkeyRegistrationPerUser'>;
   readonly log: FastifyBaseLogger;
   readonly metrics: Pick<AuthMetrics, 'passkeySignIn' | 'passkeyChange' | 'signIn'>;
   readonly onEmailQueued: () => void;
@@ -82,9 +88,11 @@ export interface PasskeysDeps {
 export interface PasskeysService {
   /**
    * The options of `navigator.credentials.create()` for `user`: a new challenge (stored, single
-   * use, 300 s), the account's user handle, its passkeys excluded, resident key and user
-   * verification required, no attestation.
-   * @throws AppError `auth.passkeys.limit_reached` (409).
+   * use, 300 s; the user keeps at most {@link MAX_REGISTRATION_CHALLENGES_PER_USER}, the oldest
+   * replaced), the account's user handle, its passkeys excluded, resident key and user
+   * verification required, no attestation. Every call counts against the user's limit
+   * (`passkeyRegistrationPerUser`), as each stores a challenge.
+   * @throws AppError `auth.passkeys.limit_reached` (409), `auth.passkeys.too_many_attempts` (429, Retry-After).
    */
   registrationOptions(user: UserRow): Promise<CreationOptions>;
   /**
@@ -228,6 +236,8 @@ export function createPasskeysService(deps: PasskeysDeps): PasskeysService {
 
   return {
     async registrationOptions(user) {
+      const verdict = await limiter.hit(rules.passkeyRegistrationPerUser, user.id);
+      if (!verdict.allowed) throw new AppError('auth.passkeys.too_many_attempts', { headers: { 'retry-after': String(verdict.retryAfterSeconds) } });
       const [handle, existing] = await Promise.all([userHandleOf(db, user.id, randomBytes(USER_HANDLE_BYTES)), listPasskeys(db, user.id)]);
       if (existing.length >= MAX_PASSKEYS_PER_USER) throw new AppError('auth.passkeys.limit_reached');
       if (handle === undefined) throw new AppError('auth.invalid_access_token');
@@ -244,7 +254,14 @@ export function createPasskeysService(deps: PasskeysDeps): PasskeysService {
         supportedAlgorithmIDs: SUPPORTED_ALGORITHM_IDS,
       });
       const now = clock.now();
-      await insertWebauthnChallenge(db, { id: randomUUID(), purpose: 'registration', challenge: options.challenge, userId: user.id, tokenHash: null, now, expiresAt: expiresAt(now) });
+      await insertRegistrationChallenge(db, {
+        id: randomUUID(),
+        challenge: options.challenge,
+        userId: user.id,
+        now,
+        expiresAt: expiresAt(now),
+        keep: MAX_REGISTRATION_CHALLENGES_PER_USER,
+      });
       // The library's type leaves optional what these arguments always produce (CreationOptionsSchema checks it on the way out).
       return options as CreationOptions;
     },
@@ -343,7 +360,7 @@ export function createPasskeysService(deps: PasskeysDeps): PasskeysService {
       // does, and finds the credential with its owner and the account's failed sign-ins; the
       // session's statement takes the count back on success (docs/performance.md).
       const { verdict, rows, keys } = await limiter.hitAll<PasskeyWithOwner & AccountWindow>(
-        { first: client.ip === null ? undefined : { rule: rules.signInPerIp, subject: client.ip }, rule: rules.signInPerIp, subjects: [] },
+        { first: { rule: rules.signInPerIp, subject: client.ip ?? UNKNOWN_CLIENT }, rule: rules.signInPerIp, subjects: [] },
         limiter.withAccountWindow(rules.signInPerAccount, passkeyWithOwnerQuery(HIT_WINDOWS_PARAMS + 1, response.id), HIT_WINDOWS_PARAMS + 1),
       );
       const tooMany = (retryAfterSeconds: number, userId?: string): AppError => {

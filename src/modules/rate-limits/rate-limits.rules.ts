@@ -28,6 +28,13 @@ export const MFA_FAILURE_NOTICE_THRESHOLD = 5;
 export const PASSKEY_OPTIONS_PER_SIGN_IN = 4;
 
 /**
+ * Passkey registration options a user may ask for per sign-in attempt it is allowed
+ * (RATE_LIMIT_SIGN_IN_PER_IDENTIFIER per 15 minutes, so 20 by default): a registration page asks
+ * again after a cancelled prompt, and each ask stores a challenge.
+ */
+export const PASSKEY_REGISTRATION_OPTIONS_PER_ATTEMPT = 2;
+
+/**
  * Names of the rules counted per account (`subject: 'account'`): their rows are keyed
  * `<name>:<user id>` in the clear, and account deletion deletes them (src/modules/accounts/).
  */
@@ -84,6 +91,8 @@ export interface RateLimitRules {
   readonly mfaSignInPerIp: RateLimitRule;
   /** Passkey sign-in options per client network, every one counted: each stores a challenge. */
   readonly passkeyOptionsPerIp: RateLimitRule;
+  /** Passkey registration options per user, every one counted: each stores a challenge (the oldest beyond a few are replaced). */
+  readonly passkeyRegistrationPerUser: RateLimitRule;
 }
 
 /** Builds the rules from the configured limits. */
@@ -107,6 +116,12 @@ export function rateLimitRules(settings: RateLimitSettings): RateLimitRules {
     mfaSignInPerAccount: { name: 'mfa_sign_in_account', subject: 'secret', limit: settings.mfaPerAccount, windowSeconds: HOUR_WINDOW_SECONDS },
     mfaFailureNoticePerAccount: { name: 'mfa_failure_notice', subject: 'secret', limit: 1, windowSeconds: DAY_WINDOW_SECONDS },
     mfaSignInPerIp: { name: 'mfa_sign_in_ip', subject: 'client', limit: settings.mfaPerIp, windowSeconds: FAILURE_WINDOW_SECONDS },
+    passkeyRegistrationPerUser: {
+      name: 'passkey_registration_user',
+      subject: 'secret',
+      limit: settings.signInPerIdentifier * PASSKEY_REGISTRATION_OPTIONS_PER_ATTEMPT,
+      windowSeconds: FAILURE_WINDOW_SECONDS,
+    },
     passkeyOptionsPerIp: { name: 'passkey_options_ip', subject: 'client', limit: settings.signInPerIp * PASSKEY_OPTIONS_PER_SIGN_IN, windowSeconds: FAILURE_WINDOW_SECONDS },
   };
 }
