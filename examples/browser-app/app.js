@@ -1,6 +1,8 @@
 // The browser side of the example: @latchkey/client keeps the session, in every tab of the
-// origin, and calls the app's API with the access token. serve.mjs bundles this file.
-import { createClient } from '@latchkey/client';
+// origin, and calls the app's API with the access token. No bundler: the page loads this module
+// as it is, and it imports the client's one-file build (dist/latchkey-client.min.js), which
+// serve.mjs serves at /latchkey-client.min.js. With a bundler, import from '@latchkey/client'.
+import { createClient } from '/latchkey-client.min.js';
 
 // The service is routed under /auth/v0 of this origin (docs/integration.md), so baseUrl is ''.
 const client = createClient({ baseUrl: '' });

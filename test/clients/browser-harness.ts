@@ -155,9 +155,10 @@ window.setVisibility = (state) => {
 /**
  * Starts the service (real clock, `env` settings) behind a front door on a loopback port. The
  * front door listens first: the service's WEBAUTHN_ORIGINS is its origin (unless `env` sets it),
- * the origin the browser puts in a passkey's client data.
+ * the origin the browser puts in a passkey's client data. The page loads `options.clientJs` as
+ * `/app/latchkey-client.js` (default: the client bundled from its sources, not minified).
  */
-export async function startFrontDoor(env: Record<string, string>): Promise<FrontDoor> {
+export async function startFrontDoor(env: Record<string, string>, options: { clientJs?: Uint8Array } = {}): Promise<FrontDoor> {
   const server: Server = createServer((req, res) => handle(req, res));
   // Every request on its own connection: a dropped one is one attempt, never retried by the browser on a reused socket.
   server.keepAliveTimeout = 1;
@@ -173,7 +174,7 @@ export async function startFrontDoor(env: Record<string, string>): Promise<Front
   }
   await ctx.app.listen({ host: '127.0.0.1', port: 0 });
   const servicePort = (ctx.app.server.address() as AddressInfo).port;
-  const clientJs = await bundleClient({ minify: false });
+  const clientJs = options.clientJs ?? (await bundleClient({ minify: false }));
   const verifier = createVerifier({
     jwksUrl: `http://127.0.0.1:${servicePort}/auth/v0/.well-known/jwks.json`,
     issuer: ctx.config.jwt.issuer,

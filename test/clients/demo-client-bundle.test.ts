@@ -1,13 +1,15 @@
 /**
  * The demo page (docs/api.md#demo-page) runs on @latchkey/client, inlined into its one nonce'd
  * script: src/modules/demo/latchkey-client.generated.ts holds the package bundled by esbuild as
- * a classic script that defines `LatchkeyClient`. This test rebuilds it and fails when the
+ * a classic script that defines `LatchkeyClient`, with the options of the package's own
+ * standalone build (dist/latchkey-client.min.js). This test rebuilds it and fails when the
  * committed copy differs from the package's sources; `npm run demo-client`
  * (UPDATE_DEMO_CLIENT=1) rewrites it.
  */
 import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { build } from 'esbuild';
+import { oneFileOptions } from '../../packages/client/scripts/esbuild-options.mjs';
 import { describe, expect, it } from 'vitest';
 import { LATCHKEY_CLIENT_SCRIPT } from '../../src/modules/demo/latchkey-client.generated.js';
 
@@ -26,22 +28,8 @@ function moduleText(script: string): string {
 
 describe('the demo page carries the current @latchkey/client', () => {
   it('src/modules/demo/latchkey-client.generated.ts is the package bundled from its sources', async () => {
-    const result = await build({
-      absWorkingDir: ROOT,
-      entryPoints: ['packages/client/src/index.ts'],
-      bundle: true,
-      format: 'iife',
-      globalName: 'LatchkeyClient',
-      target: 'es2022',
-      minify: true,
-      legalComments: 'none',
-      // Without console calls: @simplewebauthn/browser's warnings (a call in its old form, a
-      // browser extension's broken WebAuthn) cite its documentation by URL, and the page, which
-      // makes exactly the calls of its client, carries no URL at all.
-      drop: ['console'],
-      write: false,
-      logLevel: 'silent',
-    });
+    // The options of the package's standalone build (packages/client/scripts/esbuild-options.mjs), as a classic script.
+    const result = await build(oneFileOptions('iife'));
     const script = result.outputFiles[0]!.text.trim();
     if (process.env.UPDATE_DEMO_CLIENT === '1') writeFileSync(GENERATED, moduleText(script));
     expect(LATCHKEY_CLIENT_SCRIPT === script || process.env.UPDATE_DEMO_CLIENT === '1', 'the demo page bundle is stale: run `npm run demo-client`').toBe(true);

@@ -16,12 +16,21 @@ const ROOT = path.resolve(import.meta.dirname, '..', '..');
 const EXAMPLES = path.join(ROOT, 'examples');
 
 /**
- * Builds @latchkey/verify and @latchkey/client into their dist/ folders (their `build` scripts:
- * tsc), which the examples import through the workspace links in node_modules.
+ * Builds @latchkey/verify and @latchkey/client into their dist/ folders, which the examples import
+ * through the workspace links in node_modules: with the packages' build scripts, which the root
+ * package.json's `prepare` runs on `npm ci`, the first command of docs/integration.md.
  */
 function buildPackages(): void {
-  const tsc = path.join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc');
-  for (const pkg of ['verify', 'client']) execFileSync(process.execPath, [tsc, '-p', path.join(ROOT, 'packages', pkg, 'tsconfig.build.json')], { stdio: 'pipe' });
+  for (const pkg of ['verify', 'client']) execFileSync(process.execPath, [path.join(ROOT, 'packages', pkg, 'scripts', 'build.mjs')], { stdio: 'pipe' });
+}
+
+/** The commands of docs/integration.md's ```sh blocks, in the order a reader meets them (comments and blank lines left out). */
+function integrationCommands(): string[] {
+  const doc = readFileSync(path.join(ROOT, 'docs', 'integration.md'), 'utf8');
+  return [...doc.matchAll(/```sh\n([\s\S]*?)```/g)]
+    .flatMap((m) => m[1]!.split('\n'))
+    .map((line) => line.replace(/(^|\s)#.*$/, '').trim())
+    .filter((line) => line !== '');
 }
 
 /** Starts an example server and waits for the line that gives its URL. */
@@ -55,6 +64,19 @@ async function nativeApp(command: string, env: Record<string, string>): Promise<
     return { code: typeof e.code === 'number' ? e.code : -1, stdout: e.stdout ?? '', stderr: e.stderr ?? '' };
   }
 }
+
+describe('docs/integration.md read top to bottom', () => {
+  it('builds first: `npm ci` (whose prepare builds the service and both packages) comes before the first command that starts the service or an example', () => {
+    const commands = integrationCommands();
+    const firstRun = commands.findIndex((c) => /^npm start\b|\bnode examples\//.test(c));
+    expect(firstRun).toBeGreaterThanOrEqual(0);
+    const build = commands.indexOf('npm ci');
+    expect(build, 'docs/integration.md has `npm ci` in a sh block').toBeGreaterThanOrEqual(0);
+    expect(build, `\`npm ci\` before \`${commands[firstRun]}\``).toBeLessThan(firstRun);
+    const prepare = (JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as { scripts: Record<string, string> }).scripts.prepare!;
+    for (const pkg of ['client', 'verify']) expect(prepare).toContain(`node packages/${pkg}/scripts/build.mjs`);
+  });
+});
 
 describe('the examples of docs/integration.md against a running service', () => {
   let ctx: TestContext;

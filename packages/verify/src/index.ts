@@ -9,6 +9,7 @@ import { createRemoteJWKSet, customFetch, errors, jwtVerify, type JWTPayload } f
 import { VerifyError, type VerifyErrorCode } from './errors.js';
 import { SessionChecker, type SessionCheckOptions } from './session-check.js';
 
+export { assuranceLevel, type AssuranceLevel } from './assurance.js';
 export { errorBodyOf, VerifyError, type ErrorBody, type VerifyErrorCode } from './errors.js';
 
 export type { SessionCheckOptions } from './session-check.js';
@@ -21,6 +22,8 @@ export interface AccessTokenClaims extends JWTPayload {
   exp: number;
   iat: number;
   jti: string;
+  /** Authentication methods (RFC 8176), unchecked: read them with `assuranceLevel`, or `VerifiedToken.amr`. */
+  amr?: unknown;
 }
 
 /** What `verify` resolves to for a token it accepts. */
