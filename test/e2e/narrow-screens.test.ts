@@ -3,7 +3,7 @@ import { chromium, type Browser, type Locator, type Page } from 'playwright-core
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ERROR_CATALOG } from '../../src/errors.js';
 import { createTestContext, type TestContext } from '../helpers/context.js';
-import { createVerifiedUser } from '../helpers/flows.js';
+import { createVerifiedUser, signIn, withBearer } from '../helpers/flows.js';
 import { CHROMIUM, CHROMIUM_ARGS, freePort, SKIP_BROWSER } from '../clients/browser-harness.js';
 
 /** The widths checked: a laptop, and a phone held upright (the narrowest common CSS width is 360 to 414 px). */
@@ -40,6 +40,11 @@ function expectInViewport(box: Box, width: number, what: string): void {
   expect(box.y, `${what}: top edge at ${width} px`).toBeGreaterThanOrEqual(0);
   expect(box.x + box.width, `${what}: right edge at ${width} px`).toBeLessThanOrEqual(width);
   expect(box.y + box.height, `${what}: bottom edge at ${width} px`).toBeLessThanOrEqual(VIEWPORT_HEIGHT);
+}
+
+/** Whether the box lies inside the viewport of `width` x VIEWPORT_HEIGHT. */
+function inViewport(box: Box | null, width: number): boolean {
+  return box !== null && box.x >= 0 && box.y >= 0 && box.x + box.width <= width && box.y + box.height <= VIEWPORT_HEIGHT;
 }
 
 /** Vertical gap between two boxes (0 when they overlap vertically). */
@@ -84,6 +89,8 @@ describe.skipIf(SKIP_BROWSER)('narrow screens in headless Chromium (1280 and 400
     if (typeof text === 'string') expect(said).toBe(text);
     else expect(said).toMatch(text);
     expect(await notice.isVisible()).toBe(true);
+    // The page scrolls it into view at its next frame.
+    await expect.poll(async () => inViewport(await notice.boundingBox(), width), { timeout: 2_000 }).toBe(true);
     const noticeBox = await boxOf(notice);
     expectInViewport(noticeBox, width, `the outcome of ${button}`);
     const buttonBox = await boxOf(page.locator(button));
@@ -130,7 +137,25 @@ describe.skipIf(SKIP_BROWSER)('narrow screens in headless Chromium (1280 and 400
       expect(await sessionCardsVisible(page)).toEqual(SESSION_CARDS.map(() => false));
       const notice = page.locator('#notice');
       expect(await notice.textContent()).toBe('Logged out: the session was revoked and the refresh cookie cleared.');
+      await expect.poll(async () => inViewport(await notice.boundingBox(), width), { timeout: 2_000 }).toBe(true);
       expectInViewport(await boxOf(notice), width, 'the outcome of the logout');
+
+      // A refresh refused because the session was revoked elsewhere: the card that had the button
+      // goes, and the failure is shown at the top, in view.
+      await page.fill('#signin-password', PASSWORD);
+      await expectOutcomeNextTo(page, width, '#signin-submit', 'success', 'Signed in.');
+      const sessionId = /session ([0-9a-f-]{36})/.exec((await page.locator('#state').textContent()) ?? '')![1]!;
+      const other = await signIn(ctx, { username: user.username, password: PASSWORD });
+      expect((await withBearer(ctx, 'DELETE', `/auth/v0/sessions/${sessionId}`, other.accessToken)).statusCode).toBe(204);
+      await page.evaluate(`document.getElementById('notice').removeAttribute('data-outcome')`);
+      await page.click('#refresh');
+      await expect.poll(() => notice.getAttribute('data-outcome')).toBe('error');
+      expect(await notice.textContent()).toBe(`Refresh failed: ${ERROR_CATALOG['auth.invalid_refresh_token'].message} (auth.invalid_refresh_token, HTTP 401)`);
+      expect(await sessionCardsVisible(page)).toEqual(SESSION_CARDS.map(() => false));
+      await expect.poll(async () => inViewport(await notice.boundingBox(), width), { timeout: 2_000 }).toBe(true);
+      expectInViewport(await boxOf(notice), width, 'the outcome of the refused refresh');
+      expectInViewport(await boxOf(page.locator('#state')), width, 'the state line, which says the session ended');
+      if (SCREENSHOT_DIR !== undefined) await page.screenshot({ path: path.join(SCREENSHOT_DIR, `demo-refresh-refused-${width}.png`) });
     } finally {
       await page.close();
     }

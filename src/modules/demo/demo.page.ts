@@ -261,9 +261,15 @@ ${LATCHKEY_CLIENT_SCRIPT}
     notice.textContent = text;
     notice.hidden = false;
     const anchor = source === null ? null : (source.closest('form, .button-row, table') ?? source);
-    if (anchor !== null && anchor.isConnected && anchor.closest('[hidden]') === null) anchor.after(notice);
+    const inCard = anchor !== null && anchor.isConnected && anchor.closest('[hidden]') === null;
+    if (inCard) anchor.after(notice);
     else $('state').after(notice);
-    notice.scrollIntoView({ block: 'nearest' });
+    // Scrolled at the next frame: after what the action's caller changes above it (the state
+    // line). At the top, the state line comes into view with it: it says why the cards went.
+    requestAnimationFrame(() => {
+      if (!inCard) $('state').scrollIntoView({ block: 'nearest' });
+      notice.scrollIntoView({ block: 'nearest' });
+    });
   }
 
   /**
