@@ -8,6 +8,14 @@ import { sendError } from './error-handler.js';
 /** The HTTP methods of the interface (docs/api.md#operations): what a CORS preflight may ask for. */
 export const CORS_METHODS: readonly string[] = ['GET', 'HEAD', 'POST', 'PATCH', 'DELETE'];
 
+/**
+ * The response headers a script on an allowed origin may read besides the CORS-safelisted ones
+ * (Fetch Standard, "CORS-safelisted response-header name"; docs/api.md#cors): `Retry-After`, so
+ * that a browser app can wait as long as a 429 asks (RFC 9110 §10.2.3), and `X-Request-Id`, so
+ * that it can quote the id under which the service logged its request.
+ */
+export const CORS_EXPOSED_HEADERS: readonly string[] = ['Retry-After', 'X-Request-Id'];
+
 /** The JSON content type of every body this service writes. */
 const JSON_CONTENT_TYPE = 'application/json; charset=utf-8';
 
@@ -129,6 +137,8 @@ export async function registerHttpHardening(app: FastifyInstance, options: { cor
       origin: (origin, callback) => callback(null, origin !== undefined && allowedOrigins.has(origin) ? origin : false),
       credentials: true,
       methods: [...CORS_METHODS],
+      // Sent on the actual answers (errors and 429s included), not on preflights.
+      exposedHeaders: [...CORS_EXPOSED_HEADERS],
     });
   }
   // Load shedding while closing (after CORS, so a browser app can read the answer): requests

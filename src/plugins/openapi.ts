@@ -48,6 +48,36 @@ export const TAGS = {
   operations: { name: 'Operations', description: 'For operators: liveness and readiness probes, Prometheus metrics, and this document.' },
 } as const;
 
+/**
+ * The reference page's logo in Swagger UI's top bar: the product's name as SVG text, white on the
+ * bar's dark background (the plugin would show its own logo, Swagger UI another).
+ */
+const REFERENCE_LOGO_SVG =
+  '<svg xmlns="http://www.w3.org/2000/svg" width="150" height="40" viewBox="0 0 150 40">' +
+  '<text x="0" y="28" fill="#ffffff" font-family="system-ui, sans-serif" font-size="24" font-weight="700">Latchkey</text></svg>';
+
+/** The reference page's icon: a key's initial on the product's blue, in place of Swagger's. */
+const REFERENCE_FAVICON_SVG =
+  '<svg xmlns="http://www.w3.org/2000/svg" width="32" height="32" viewBox="0 0 32 32">' +
+  '<rect width="32" height="32" rx="6" fill="#2f6fbf"/>' +
+  '<text x="16" y="23" fill="#ffffff" font-family="system-ui, sans-serif" font-size="20" font-weight="700" text-anchor="middle">L</text></svg>';
+
+/**
+ * Styles added to Swagger UI's for narrow screens. A tag's heading is one flex row (name,
+ * description, toggle); below 40rem the description gets a line of its own, at full width,
+ * instead of the column a few pixels wide that it is squeezed into, one letter per line. The
+ * responses' "Links" column, empty in this document, is dropped there to leave the width to the
+ * descriptions and examples.
+ */
+const REFERENCE_PAGE_CSS = `
+@media (max-width: 40rem) {
+  .swagger-ui .opblock-tag { flex-wrap: wrap; }
+  .swagger-ui .opblock-tag > a.nostyle { flex: 1 1 auto; }
+  .swagger-ui .opblock-tag > small { order: 3; flex: 1 1 100%; padding: 0.25rem 0 0; }
+  .swagger-ui .responses-table .response-col_links { display: none; }
+}
+`;
+
 /** Name of the refresh cookie (docs/api.md#refresh-cookie); repeated here so the document does not depend on the sessions module. */
 const REFRESH_COOKIE_NAME = 'refresh_token';
 
@@ -247,11 +277,21 @@ export async function registerOpenApi(app: FastifyInstance, options: { readonly 
       // Serialised here, so that the response schema (which names only `openapi`) leaves it whole.
       async (_request, reply) => reply.type('application/json; charset=utf-8').send(JSON.stringify(app.swagger())),
     );
+    const documentUrl = `${options.prefix}${OPENAPI_DOCUMENT_PATH}`;
     await scoped.register(fastifySwaggerUi, {
       routePrefix: `${options.prefix}${API_REFERENCE_PATH}`,
-      uiConfig: { deepLinking: true },
+      // The page loads the document from the URL the README and docs/api.md give, and shows that
+      // URL (the plugin's own copy, `{routePrefix}/json`, is what it would load and show
+      // otherwise: `urls` takes precedence over the `url` the plugin sets).
+      uiConfig: { deepLinking: true, urls: [{ url: documentUrl, name: documentUrl }] },
       // The online validator badge would call validator.swagger.io; the page must work offline.
       validatorUrl: false,
+      logo: { type: 'image/svg+xml', content: Buffer.from(REFERENCE_LOGO_SVG), href: `${options.prefix}${API_REFERENCE_PATH}` },
+      theme: {
+        title: 'Latchkey API reference',
+        css: [{ filename: 'latchkey.css', content: REFERENCE_PAGE_CSS }],
+        favicon: [{ filename: 'favicon.svg', rel: 'icon', sizes: 'any', type: 'image/svg+xml', content: Buffer.from(REFERENCE_FAVICON_SVG) }],
+      },
     });
   });
 }

@@ -462,6 +462,49 @@ describe('CORS', () => {
     }
   });
 
+  /** The names in `Access-Control-Expose-Headers`, lower-cased. */
+  function exposedOf(res: LightMyRequestResponse): string[] {
+    return String(res.headers['access-control-expose-headers'] ?? '')
+      .split(',')
+      .map((h) => h.trim().toLowerCase())
+      .filter((h) => h !== '');
+  }
+
+  it('actual answers to the allowed origin expose Retry-After and X-Request-Id (a script on that origin can honour a 429 and report the request id), a 429 and a preflight-less simple GET included', async () => {
+    // Sign-in locked after one failure per identifier, on an instance of its own.
+    const limited = await secondInstance({ CORS_ORIGINS: ALLOWED_ORIGIN, RATE_LIMIT_SIGN_IN_PER_IDENTIFIER: '1' });
+    try {
+      const username = uniqueName('cors429');
+      const attempt = () =>
+        limited.inject({
+          method: 'POST',
+          url: '/auth/v0/sign-in',
+          remoteAddress: '203.0.113.29',
+          headers: { origin: ALLOWED_ORIGIN, 'content-type': 'application/json' },
+          payload: { username, password: 'wrong password here' },
+        });
+      const failed = await attempt();
+      const tooMany = await attempt();
+      expect([failed.statusCode, tooMany.statusCode]).toEqual([401, 429]);
+      expect(Number(tooMany.headers['retry-after'])).toBeGreaterThanOrEqual(1);
+      // A simple request: a GET with no header a preflight would be needed for.
+      const simple = await limited.inject({ method: 'GET', url: '/auth/v0/.well-known/jwks.json', headers: { origin: ALLOWED_ORIGIN } });
+      expect(simple.statusCode).toBe(200);
+      for (const res of [failed, tooMany, simple]) {
+        expect(res.headers['access-control-allow-origin'], `${res.statusCode}`).toBe(ALLOWED_ORIGIN);
+        expect(exposedOf(res), `${res.statusCode}`).toEqual(expect.arrayContaining(['retry-after', 'x-request-id']));
+        expect(res.headers['x-request-id']).toEqual(expect.any(String));
+      }
+    } finally {
+      await limited.close();
+    }
+  });
+
+  it('a foreign origin is exposed nothing', async () => {
+    const res = await corsApp.inject({ method: 'GET', url: '/auth/v0/.well-known/jwks.json', headers: { origin: EVIL_ORIGIN } });
+    expect(res.headers['access-control-expose-headers']).toBeUndefined();
+  });
+
   it.each(FOREIGN_ORIGINS)('origin %s: no CORS header at all, never reflected, never *', async (origin) => {
     const responses = [
       await preflight(corsApp, '/auth/v0/sign-in', origin, 'POST', 'content-type'),

@@ -9,8 +9,11 @@ import { LATCHKEY_CLIENT_SCRIPT } from './latchkey-client.generated.js';
  *
  * What the page shows is what the API answered: every action reports success only for a 2xx
  * answer and otherwise shows the Error body's `message` and `code` (a failed logout leaves the
- * page signed in). On load it restores the session through the refresh cookie, since the
- * access token does not survive a reload; a 401 there just means "signed out".
+ * page signed in). The outcome appears next to the form or button that was used and is scrolled
+ * into view, so it is seen on a narrow screen too; when that card has gone (the session ended),
+ * under the state line at the top. The cards that need a session are hidden while signed out.
+ * On load it restores the session through the refresh cookie, since the access token does not
+ * survive a reload; a 401 there just means "signed out".
  *
  * The inline `<style>` and `<script>` carry the per-response CSP nonce; the page uses no inline
  * event handler or `style` attribute, which that policy would block.
@@ -42,6 +45,9 @@ export function demoPageHtml(options: { nonce: string; apiPrefix: string }): str
   button.secondary { background: #fff; color: #2c5d9e; }
   button:disabled { opacity: 0.5; cursor: default; }
   .state, .notice { font-size: 0.9rem; padding: 0.5rem 0.7rem; border-radius: 4px; margin: 0 0 1rem; overflow-wrap: anywhere; }
+  /* In a card, right under the form or buttons that were used. */
+  section .notice { margin: 0.6rem 0 0; }
+  .button-row { display: flex; flex-wrap: wrap; gap: 0 0.4rem; }
   .state { background: #eef2f7; }
   .notice.ok { background: #e6f4ea; border: 1px solid #9fd0ad; }
   .notice.fail { background: #fbeae8; border: 1px solid #e3a39c; }
@@ -75,7 +81,7 @@ export function demoPageHtml(options: { nonce: string; apiPrefix: string }): str
 <p class="lead">Every button calls the real API under <code>${apiPrefix}</code> through <code>@latchkey/client</code>. The access token
 lives only in the client's memory (other tabs of this page get it from the tab that refreshed); the refresh token lives only in its <code>HttpOnly</code> cookie, which the browser sends to
 <code>${apiPrefix}/refresh</code> and nowhere else (that is also how a reload gets the session back). This page is
-served only when <code>DEMO_PAGE=true</code>.</p>
+served only when <code>DEMO_PAGE=true</code>. The cards that need a session appear once you are signed in.</p>
 <p class="state" id="state" data-signed-in="unknown">Checking for a session…</p>
 <p class="notice" id="notice" role="status" hidden></p>
 <div class="grid">
@@ -122,12 +128,14 @@ served only when <code>DEMO_PAGE=true</code>.</p>
       <button id="reset-confirm" type="submit">Set the new password</button>
     </form>
   </section>
-  <section class="wide" id="session-card">
+  <section class="wide needs-session" id="session-card" hidden>
     <h2>4. Use the session</h2>
-    <button id="me" type="button">GET /me</button>
-    <button id="refresh" type="button">Refresh</button>
-    <button id="sessions" type="button">List sessions</button>
-    <button id="logout" class="secondary" type="button">Log out</button>
+    <div class="button-row">
+      <button id="me" type="button">GET /me</button>
+      <button id="refresh" type="button">Refresh</button>
+      <button id="sessions" type="button">List sessions</button>
+      <button id="logout" class="secondary" type="button">Log out</button>
+    </div>
     <div class="sessions-box" id="sessions-box">
       <table id="sessions-table" hidden>
         <colgroup><col class="c-id"><col class="c-created"><col class="c-agent"><col class="c-action"></colgroup>
@@ -136,7 +144,7 @@ served only when <code>DEMO_PAGE=true</code>.</p>
       </table>
     </div>
   </section>
-  <section id="account-card">
+  <section class="needs-session" id="account-card" hidden>
     <h2>5. Change the email address</h2>
     <form id="change-email-form">
       <label for="change-email-new">New email</label><input id="change-email-new" type="email" autocomplete="email" required>
@@ -148,14 +156,14 @@ served only when <code>DEMO_PAGE=true</code>.</p>
       <button id="change-email-confirm" type="submit">Confirm the new address</button>
     </form>
   </section>
-  <section id="delete-card">
+  <section class="needs-session" id="delete-card" hidden>
     <h2>6. Delete the account</h2>
     <form id="delete-account-form">
       <label for="delete-password">Password</label><input id="delete-password" type="password" autocomplete="current-password" required>
       <button id="delete-account" type="submit">Delete my account</button>
     </form>
   </section>
-  <section id="mfa-card">
+  <section class="needs-session" id="mfa-card" hidden>
     <h2>7. Two-step sign-in (TOTP)</h2>
     <form id="totp-setup-form">
       <label for="totp-setup-password">Password</label><input id="totp-setup-password" type="password" autocomplete="current-password" required>
@@ -174,7 +182,7 @@ served only when <code>DEMO_PAGE=true</code>.</p>
       <button id="totp-disable" class="secondary" type="submit">Turn off</button>
     </form>
   </section>
-  <section class="wide" id="passkeys-card">
+  <section class="wide needs-session" id="passkeys-card" hidden>
     <h2>8. Passkeys</h2>
     <form id="passkey-add-form">
       <label for="passkey-name">Name of the new passkey (optional)</label><input id="passkey-name" maxlength="64" autocomplete="off">
@@ -209,11 +217,22 @@ ${LATCHKEY_CLIENT_SCRIPT}
   let lastRefresh = null;
   /** What the next refresh request is logged as: set by the action that makes it. */
   let refreshOp = 'restore session';
+  /**
+   * The form or button the user just used: set by the event listeners while their handler runs
+   * up to its first await, which is where every handler calls act(); act() shows the outcome there.
+   */
+  let actionSource = null;
+
+  /** Shows or hides the cards that need a session. */
+  function showSessionCards(visible) {
+    for (const card of document.querySelectorAll('section.needs-session')) card.hidden = !visible;
+  }
 
   function renderState() {
     const state = $('state');
     if (!client.signedIn) return;
     state.dataset.signedIn = 'true';
+    showSessionCards(true);
     const who = user === null ? 'Signed in' : 'Signed in as ' + user.username + (user.email ? ' (' + user.email + ')' : '');
     state.textContent = who + ': session ' + client.sessionId + ' (access token held in memory).';
   }
@@ -222,6 +241,7 @@ ${LATCHKEY_CLIENT_SCRIPT}
     user = null;
     $('state').dataset.signedIn = 'false';
     $('state').textContent = text;
+    showSessionCards(false);
     $('sessions-table').hidden = true;
     $('sessions-list').replaceChildren();
     $('passkeys-table').hidden = true;
@@ -229,13 +249,27 @@ ${LATCHKEY_CLIENT_SCRIPT}
     $('passkeys-list').replaceChildren();
   }
 
-  /** The outcome of the last action: success only for a 2xx answer, otherwise what the API said. */
-  function notify(kind, text) {
+  /**
+   * The outcome of the last action: success only for a 2xx answer, otherwise what the API said.
+   * Shown right after the form, button row or table of \`source\` (the element the user acted on)
+   * while its card is shown, else under the state line; then scrolled into view.
+   */
+  function notify(kind, text, source = null) {
     const notice = $('notice');
     notice.className = 'notice ' + kind;
     notice.dataset.outcome = kind === 'ok' ? 'success' : 'error';
     notice.textContent = text;
     notice.hidden = false;
+    const anchor = source === null ? null : (source.closest('form, .button-row, table') ?? source);
+    const inCard = anchor !== null && anchor.isConnected && anchor.closest('[hidden]') === null;
+    if (inCard) anchor.after(notice);
+    else $('state').after(notice);
+    // Scrolled at the next frame: after what the action's caller changes above it (the state
+    // line). At the top, the state line comes into view with it: it says why the cards went.
+    requestAnimationFrame(() => {
+      if (!inCard) $('state').scrollIntoView({ block: 'nearest' });
+      notice.scrollIntoView({ block: 'nearest' });
+    });
   }
 
   /**
@@ -326,14 +360,15 @@ ${LATCHKEY_CLIENT_SCRIPT}
    * logs its requests. Resolves to the action's result, or undefined when it failed.
    */
   async function act(action, run, success) {
+    const source = actionSource;
     busy++;
     refreshOp = 'refresh (after 401)';
     try {
       const result = await run();
-      notify('ok', typeof success === 'function' ? success(result) : success);
+      notify('ok', typeof success === 'function' ? success(result) : success, source);
       return result ?? null;
     } catch (err) {
-      notify('fail', action + ' failed: ' + describeFailure(err));
+      notify('fail', action + ' failed: ' + describeFailure(err), source);
       return undefined;
     } finally {
       busy--;
@@ -342,10 +377,19 @@ ${LATCHKEY_CLIENT_SCRIPT}
     }
   }
 
-  function onSubmit(formId, handler) {
-    $(formId).addEventListener('submit', (event) => { event.preventDefault(); void handler(); });
+  /** Runs a handler of a user's action on \`element\`, which act() then shows the outcome next to. */
+  function fromUser(element, handler) {
+    actionSource = element;
+    try {
+      return handler();
+    } finally {
+      actionSource = null;
+    }
   }
-  function onClick(id, handler) { $(id).addEventListener('click', () => void handler()); }
+  function onSubmit(formId, handler) {
+    $(formId).addEventListener('submit', (event) => { event.preventDefault(); void fromUser(event.submitter ?? event.target, handler); });
+  }
+  function onClick(id, handler) { $(id).addEventListener('click', (event) => void fromUser(event.currentTarget, handler)); }
 
   onSubmit('signup-form', async () => {
     const email = $('signup-email').value;
@@ -527,7 +571,7 @@ ${LATCHKEY_CLIENT_SCRIPT}
       button.className = 'secondary revoke';
       button.dataset.sessionId = s.id;
       button.textContent = 'Revoke';
-      button.addEventListener('click', () => void revoke(s.id));
+      button.addEventListener('click', () => void fromUser(button, () => revoke(s.id)));
       action.append(button);
       tr.append(id, created, agent, action);
       rows.append(tr);
@@ -581,7 +625,7 @@ ${LATCHKEY_CLIENT_SCRIPT}
         button.dataset.passkeyId = p.id;
         button.textContent = label;
         button.setAttribute('aria-label', label + ' the passkey ' + (p.name === null ? 'created ' + p.created_at.replace('T', ' ') : p.name));
-        button.addEventListener('click', () => void run());
+        button.addEventListener('click', () => void fromUser(button, run));
         buttons.append(button);
       }
       action.append(buttons);
