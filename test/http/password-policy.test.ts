@@ -5,7 +5,7 @@ import { buildApp, createLogger } from '../../src/app.js';
 import { createPasswordHasher, type PasswordHasher } from '../../src/crypto/password.js';
 import { checkPassword, SERVICE_NAME } from '../../src/modules/users/password-policy.js';
 import { createSignInSession } from '../../src/modules/sessions/sessions.repo.js';
-import { setPasswordHash, upgradePasswordHash } from '../../src/modules/users/users.repo.js';
+import { replacePasswordHash, setPasswordHash, upgradePasswordHash } from '../../src/modules/users/users.repo.js';
 import { createTestContext, TEST_ARGON2, type TestContext } from '../helpers/context.js';
 import { createVerifiedUser, keysOf, PASSWORD, postJson, setCookies, signIn, uniqueName, withBearer } from '../helpers/flows.js';
 import { codeNow, enrolled, passwordStep, secondStep } from '../helpers/mfa.js';
@@ -372,6 +372,26 @@ describe('argon2id hash upgrade at sign-in', () => {
     expect(await setPasswordHash(ctx.db, user.id, await stronger.hash('plum tractor velvet harbour'), ctx.clock.now())).toBe(true);
     expect(await version()).toBe(checked + 1);
     expect(await createSignInSession(ctx.db, session(randomUUID()))).toBe(false);
+  });
+
+  it('the database keeps the version rule: a hash replaced without marking a re-hash (an instance of the previous version changing a password) raises the version', async () => {
+    const user = await createVerifiedUser(ctx);
+    const version = async (): Promise<number> =>
+      (await ctx.db.query<{ password_version: number }>('SELECT password_version FROM users WHERE id = $1', [user.id])).rows[0]!.password_version;
+    const before = await version();
+    const stronger = await createPasswordHasher({ memoryCost: TEST_ARGON2.memoryCost * 2, timeCost: TEST_ARGON2.timeCost + 1, parallelism: 1 });
+    // The previous version's change: the hash alone.
+    await ctx.db.query('UPDATE users SET password_hash = $2 WHERE id = $1', [user.id, await stronger.hash('plum tractor velvet harbour')]);
+    expect(await version()).toBe(before + 1);
+    // This version's change raises it itself, once.
+    expect(await replacePasswordHash(ctx.db, user.id, { expectedVersion: before + 1, newHash: await stronger.hash('quince lantern orbit meadow') }, ctx.clock.now())).toBe(true);
+    expect(await version()).toBe(before + 2);
+    // A re-hash leaves it.
+    expect(await upgradePasswordHash(ctx.db, user.id, { expectedHash: await storedHash(user.id), newHash: await stronger.hash('quince lantern orbit meadow') }, ctx.clock.now())).toBe(true);
+    expect(await version()).toBe(before + 2);
+    // Other updates of the row leave it too.
+    await ctx.db.query('UPDATE users SET updated_at = now() WHERE id = $1', [user.id]);
+    expect(await version()).toBe(before + 2);
   });
 
   it('sign-in leaves a hash alone whose parameters meet the configured ones', async () => {

@@ -66,7 +66,7 @@ export interface AccountsService {
    * Deletes the account of `user` once `password` is its password (docs/api.md#delete-account).
    * The password is checked by the {@link CurrentPasswordCheck} (one budget per user with the
    * other operations that ask for it; a wrong one counts as a failed sign-in of the account).
-   * Then {@link eraseAccount}, guarded by the hash that was checked: if the password changed or
+   * Then {@link eraseAccount}, guarded by the version of the password that was checked: if the password changed or
    * the account was deleted meanwhile, nothing is deleted and the answer is 401.
    * @throws AppError `auth.invalid_current_password` (401), `auth.delete_account.too_many_attempts` (429, Retry-After).
    */

@@ -61,7 +61,7 @@ export async function queueSecurityNotice(tx: Queryable, notice: SecurityNotice)
       username: notice.username,
       at: notice.at.toISOString(),
       ip: notice.client.ip,
-      user_agent: ua === null ? null : ua.slice(0, STORED_USER_AGENT_LENGTH),
+      user_agent: ua === null ? null : oneLine(ua).slice(0, STORED_USER_AGENT_LENGTH),
       ...(notice.details === undefined || notice.details.length === 0 ? {} : { details: notice.details.map(oneLine) }),
     },
     now: notice.at,

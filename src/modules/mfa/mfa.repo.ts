@@ -95,11 +95,12 @@ export async function useRecoveryCode(q: Queryable, c: { userId: string; hash: s
 /** Stores a sign-in challenge by the SHA-256 of its cookie value. */
 export async function insertChallenge(
   q: Queryable,
-  c: { id: string; tokenHash: string; userId: string; passwordVersion: number; now: Date; expiresAt: Date },
+  c: { id: string; tokenHash: string; userId: string; passwordVersion: number; passwordHash: string; now: Date; expiresAt: Date },
 ): Promise<void> {
+  // The hash is still stored for an instance of the previous version (migration 011), which compares it.
   await q.query(
-    `INSERT INTO mfa_challenges (id, token_hash, user_id, password_version, created_at, expires_at) VALUES ($1, $2, $3, $4, $5, $6)`,
-    [c.id, c.tokenHash, c.userId, c.passwordVersion, c.now, c.expiresAt],
+    `INSERT INTO mfa_challenges (id, token_hash, user_id, password_version, password_hash, created_at, expires_at) VALUES ($1, $2, $3, $4, $5, $6, $7)`,
+    [c.id, c.tokenHash, c.userId, c.passwordVersion, c.passwordHash, c.now, c.expiresAt],
   );
 }
 

@@ -130,12 +130,19 @@ export function createMfaService(deps: MfaDeps): MfaService {
    * authentication attempts).
    */
   const afterWrongCode = async (userId: string, failures: number | undefined, client: NoticeClient): Promise<void> => {
-    if (failures === undefined || failures < MFA_FAILURE_NOTICE_THRESHOLD) return;
-    if (!(await limiter.hit(rules.mfaFailureNoticePerAccount, userId)).allowed) return;
-    const user = await findUserById(db, userId);
-    if (user === undefined || !(await notice(db, user, 'mfa_codes_failing', client))) return;
-    onEmailQueued();
-    securityEvent(log, 'mfa.codes_failing_notice', { userId, ip: client.ip });
+    // A limit below the threshold refuses before the threshold is reached: the notice goes at the limit then.
+    const threshold = Math.min(MFA_FAILURE_NOTICE_THRESHOLD, rules.mfaSignInPerAccount.limit);
+    if (failures === undefined || failures < threshold) return;
+    try {
+      if (!(await limiter.hit(rules.mfaFailureNoticePerAccount, userId)).allowed) return;
+      const user = await findUserById(db, userId);
+      if (user === undefined || !(await notice(db, user, 'mfa_codes_failing', client))) return;
+      onEmailQueued();
+      securityEvent(log, 'mfa.codes_failing_notice', { userId, ip: client.ip });
+    } catch (err) {
+      // The wrong code is still answered as one; the failure to warn the owner is the operator's to see.
+      log.error({ err, userId }, 'the mfa_codes_failing notice could not be queued');
+    }
   };
 
   const nowSeconds = (): number => Math.floor(clock.now().getTime() / 1000);

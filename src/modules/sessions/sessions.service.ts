@@ -8,7 +8,7 @@ import type { PasswordHasher } from '../../crypto/password.js';
 import { newRefreshToken, sha256 } from '../../crypto/secrets.js';
 import { UUID_PATTERN, type AccessTokenService } from '../tokens/access-token.service.js';
 import { normalizeEmail, normalizePhone, normalizeUsername } from '../users/identifiers.js';
-import { findUserById, upgradePasswordHash, usersByIdentifiersQuery, type UserRow } from '../users/users.repo.js';
+import { upgradePasswordHash, usersByIdentifiersQuery, type UserRow } from '../users/users.repo.js';
 import { HIT_WINDOWS_PARAMS } from '../rate-limits/rate-limits.repo.js';
 import { securityEvent } from '../audit/security-events.js';
 import type { RateLimitRules } from '../rate-limits/rate-limits.rules.js';
@@ -242,8 +242,9 @@ export function createSessionsService(deps: SessionsDeps): SessionsService {
 
   /**
    * Re-hashes a password whose stored argon2id parameters are below the configured ones (OWASP
-   * Password Storage Cheat Sheet: upgrade at the next login). Runs after the
-   * sign-in answered, so the sign-in does not pay for a second hash; a parallel change wins.
+   * Password Storage Cheat Sheet: upgrade at the next login). Started once the
+   * session (or the second step's challenge) is stored, in the background: the answer does not
+   * wait for the second hash. A parallel change wins; the password's version stays.
    */
   const upgradeHashInBackground = (userId: string, expectedHash: string, password: string): void => {
     void (async () => {
@@ -314,10 +315,6 @@ export function createSessionsService(deps: SessionsDeps): SessionsService {
         throw new AppError('auth.email_not_verified');
       }
 
-      // Hashes with weaker argon2id parameters than configured are re-hashed after the answer,
-      // whichever way the sign-in goes on; the version the session or challenge checks stays.
-      if (hasher.needsRehash(user.password_hash)) upgradeHashInBackground(user.id, user.password_hash, password);
-
       if (user.mfa_enabled) {
         // The password was right: its attempt does not count. No session until the second step.
         await limiter.forgiveKeys(rateLimitKeys);
@@ -328,9 +325,13 @@ export function createSessionsService(deps: SessionsDeps): SessionsService {
           tokenHash: sha256(challenge),
           userId: user.id,
           passwordVersion: user.password_version,
+          passwordHash: user.password_hash,
           now,
           expiresAt: new Date(now.getTime() + MFA_CHALLENGE_TTL_SECONDS * 1000),
         });
+        // A hash with weaker argon2id parameters than configured is re-hashed now too: the
+        // challenge checks the password's version, which a re-hash leaves as it is.
+        if (hasher.needsRehash(user.password_hash)) upgradeHashInBackground(user.id, user.password_hash, password);
         securityEvent(log, 'sign_in.mfa_required', { userId: user.id, ip: client.ip });
         metrics.signIn('mfa_required');
         return { kind: 'mfa_required', user, challenge, challengeMaxAgeSeconds: MFA_CHALLENGE_TTL_SECONDS };
@@ -348,6 +349,7 @@ export function createSessionsService(deps: SessionsDeps): SessionsService {
         metrics.signIn('bad_credentials');
         throw new AppError('auth.invalid_credentials');
       }
+      if (hasher.needsRehash(user.password_hash)) upgradeHashInBackground(user.id, user.password_hash, password);
       const accessToken = await signing;
       securityEvent(log, 'sign_in.succeeded', { userId: user.id, sessionId, ip: client.ip });
       metrics.signIn('success');

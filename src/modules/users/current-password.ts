@@ -21,20 +21,20 @@ export interface CurrentPasswordDeps {
  * The check of a signed-in user's current password, one for every operation that asks for it
  * (docs/security.md, "Rate limits"). A stolen access token is not the password: every guess it
  * makes, whichever operation it goes through, comes out of one budget per user
- * (`currentPasswordPerUser`: RATE_LIMIT_SIGN_IN_PER_IDENTIFIER per 15 minutes) and out of the
- * account's failed sign-ins (`signInPerAccount`, RATE_LIMIT_SIGN_IN_PER_ACCOUNT an hour, NIST SP
- * 800-63B-4 §3.2.2), so the two ways of guessing a password share the account's limit.
+ * (`currentPasswordPerUser`: RATE_LIMIT_SIGN_IN_PER_IDENTIFIER per 15 minutes), and every wrong
+ * one also counts as a failed sign-in of the account (`signInPerAccount`, NIST SP 800-63B-4
+ * §3.2.2), so guesses by token and by sign-in add up in the account's window. That window does
+ * not refuse the check itself: strangers can fill it from anywhere, and its signed-in owner
+ * must still be able to change the password.
  */
 export interface CurrentPasswordCheck {
   /**
-   * Counts the attempt against the user's budget and the account's failures (one statement),
-   * then runs `before` (a cheaper refusal, such as the new password's policy, that must not
-   * cost argon2id), then verifies `password` (NFKC) against the user's argon2id hash. A right
-   * password takes both counts back; `before` refusing takes back the account's count only
-   * (it was no guess). A wrong one logs `password.check_failed` with `purpose` as its reason.
+   * Counts the attempt against the user's budget, then runs `before` (a cheaper refusal, such
+   * as the new password's policy, that must not cost argon2id), then verifies `password` (NFKC)
+   * against the user's argon2id hash. A right password takes the count back. A wrong one counts
+   * a failed sign-in of the account and logs `password.check_failed` with `purpose` as reason.
    * @throws AppError `auth.invalid_current_password` (401); `c.tooMany` (429, Retry-After) when
-   *   the budget or the account's failures are spent, before anything else runs; whatever
-   *   `before` throws.
+   *   the budget is spent, before anything else runs; whatever `before` throws (the count stays).
    */
   verify(
     user: UserRow,
@@ -48,30 +48,18 @@ export function createCurrentPasswordCheck(deps: CurrentPasswordDeps): CurrentPa
   const { hasher, limiter, rules, log } = deps;
   return {
     async verify(user, password, c) {
-      const { verdict, keys } = await limiter.hitAll({
-        first: { rule: rules.currentPasswordPerUser, subject: user.id },
-        rule: rules.signInPerAccount,
-        subjects: [user.id],
-      });
+      const verdict = await limiter.hit(rules.currentPasswordPerUser, user.id);
       if (!verdict.allowed) {
         securityEvent(log, 'password.check_locked', { userId: user.id, ip: c.ip, reason: c.purpose });
         throw new AppError(c.tooMany, { headers: { 'retry-after': String(verdict.retryAfterSeconds) } });
       }
-      if (c.before !== undefined) {
-        try {
-          await c.before();
-        } catch (err) {
-          // The user's budget keeps the count (the refusal had a cost); the account's failures do
-          // not. `keys` holds the budget's key first, unless that rule is disabled.
-          await limiter.forgiveKeys(rules.currentPasswordPerUser.limit > 0 ? keys.slice(1) : keys);
-          throw err;
-        }
-      }
+      if (c.before !== undefined) await c.before();
       if (!(await hasher.verify(user.password_hash, password.normalize('NFKC')))) {
+        await limiter.hit(rules.signInPerAccount, user.id);
         securityEvent(log, 'password.check_failed', { userId: user.id, ip: c.ip, reason: c.purpose });
         throw new AppError('auth.invalid_current_password');
       }
-      await limiter.forgiveKeys(keys);
+      await limiter.forgive(rules.currentPasswordPerUser, user.id);
     },
   };
 }

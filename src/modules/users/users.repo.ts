@@ -190,7 +190,8 @@ export async function upgradePasswordHash(
   upgrade: { expectedHash: string; newHash: string },
   now: Date,
 ): Promise<boolean> {
-  const { rowCount } = await q.query('UPDATE users SET password_hash = $3, updated_at = $4 WHERE id = $1 AND password_hash = $2', [
+  // password_rehashed_at marks the new hash as a re-hash: the version rule of migration 011 then leaves password_version as it is.
+  const { rowCount } = await q.query('UPDATE users SET password_hash = $3, password_rehashed_at = $4, updated_at = $4 WHERE id = $1 AND password_hash = $2', [
     userId,
     upgrade.expectedHash,
     upgrade.newHash,
