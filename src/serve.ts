@@ -1,12 +1,10 @@
-import { existsSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
-import path from 'node:path';
 import type { FastifyInstance } from 'fastify';
 import { buildApp, createLogger } from './app.js';
 import { ConfigError, loadConfig, type Config } from './config.js';
 import type { DataDirLockedError } from './db/data-dir-lock.js';
 import { prepareSchema, type PreparedSchema } from './db/migrate.js';
-import { openDatabase, PGLITE_SUBDIR } from './db/open.js';
+import { openDatabase } from './db/open.js';
 import { listenMetrics } from './plugins/metrics.js';
 
 /** PostgreSQL's default port (what a DATABASE_URL without one connects to), for the start's log line. */
@@ -14,8 +12,6 @@ const POSTGRES_DEFAULT_PORT = 5432;
 /** The port an origin without one is on (RFC 6454 §4: the scheme's default port). */
 const HTTPS_DEFAULT_PORT = 443;
 const HTTP_DEFAULT_PORT = 80;
-/** A file every initialised PostgreSQL data directory holds, PGlite's included: its absence means a first start. */
-const PG_VERSION_FILE = 'PG_VERSION';
 
 /** How long a graceful shutdown may take before the process exits anyway, in milliseconds. */
 export const SHUTDOWN_TIMEOUT_MS = 10_000;
@@ -44,16 +40,13 @@ export async function serve(env: Readonly<Record<string, string | undefined>> = 
   // One logger from the start, so that what a first start does (creating the embedded database,
   // migrating, generating keys: some seconds) is told as it happens, then the app's log.
   const log = createLogger(config.logLevel);
-  if (config.databaseUrl === undefined) {
-    const dir = path.join(config.dataDir, PGLITE_SUBDIR);
-    const fresh = !existsSync(path.join(dir, PG_VERSION_FILE));
-    log.info({ database: 'pglite', dir }, fresh ? `creating the embedded PGlite database in ${dir} (first start: this takes some seconds)` : `opening the embedded PGlite database in ${dir}`);
-  } else {
+  if (config.databaseUrl !== undefined) {
     log.info({ database: 'postgres', server: postgresLocation(config.databaseUrl) }, `using PostgreSQL at ${postgresLocation(config.databaseUrl)}`);
   }
   const opening = performance.now();
-  // On PGlite, this takes DATA_DIR's lock first: a second process is refused here (DataDirLockedError).
-  const db = await openDatabase(config, 'serve');
+  // On PGlite, this takes DATA_DIR's lock first: a second process is refused here
+  // (DataDirLockedError) before it logs anything; then it says it creates or opens the database.
+  const db = await openDatabase(config, 'serve', log);
   if (config.databaseUrl === undefined) log.info({ database: 'pglite', ms: Math.round(performance.now() - opening) }, 'embedded database opened');
   let app: FastifyInstance | undefined;
   try {
