@@ -168,6 +168,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
       dataDir: config.dataDir,
       codeHmacKeyFile: config.codeHmacKeyFile,
       mfaKeyFile: config.mfaKeyFile,
+      log: app.log,
     }));
   const hasher = deps.passwordHasher ?? (await createPasswordHasher(config.argon2));
   const transport = deps.mailTransport ?? (config.smtp !== undefined ? createSmtpTransport(config.smtp, { ca: config.smtp.ca }) : createLogTransport(app.log));

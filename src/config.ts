@@ -424,7 +424,8 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>>): C
   }
   const totpIssuer = str('TOTP_ISSUER') ?? 'Latchkey';
   if (totpIssuer.length > 64 || totpIssuer.includes(':')) problems.push('TOTP_ISSUER: at most 64 characters, without ":"');
-  const webauthn = webauthnSettings(str('WEBAUTHN_RP_ID'), str('WEBAUTHN_RP_NAME'), str('WEBAUTHN_ORIGINS'), problems);
+  const port = int('PORT', DEFAULT_PORT, 0, MAX_PORT);
+  const webauthn = webauthnSettings(str('WEBAUTHN_RP_ID'), str('WEBAUTHN_RP_NAME'), str('WEBAUTHN_ORIGINS') ?? defaultWebauthnOrigin(port), problems);
   const codeHmacKeyFile = str('CODE_HMAC_KEY_FILE');
   if (codeHmacKeyFile !== undefined) {
     const problem = codeHmacKeyFileProblem(codeHmacKeyFile);
@@ -439,7 +440,7 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>>): C
 
   const config: Config = {
     host: str('HOST') ?? '127.0.0.1',
-    port: int('PORT', DEFAULT_PORT, 0, MAX_PORT),
+    port,
     metricsPort,
     databaseUrl,
     databasePoolMax: int('DATABASE_POOL_MAX', DEFAULT_POOL_MAX, 1, MAX_POOL),
@@ -568,8 +569,17 @@ export interface WebauthnSettings {
   readonly rpId: string;
   /** WEBAUTHN_RP_NAME: the name authenticators show (default `Latchkey`). */
   readonly rpName: string;
-  /** WEBAUTHN_ORIGINS: the exact origins a ceremony may come from (default `http://localhost:3000`). */
+  /** WEBAUTHN_ORIGINS: the exact origins a ceremony may come from (default `http://localhost:<PORT>`, {@link defaultWebauthnOrigin}). */
   readonly origins: readonly string[];
+}
+
+/**
+ * The origin WEBAUTHN_ORIGINS defaults to: `http://localhost:<port>`, the page the service itself
+ * serves on PORT (the demo page), so passkeys work there on any port without configuration.
+ * Written as an origin is serialised (RFC 6454 §6.1: port 80 is not named).
+ */
+export function defaultWebauthnOrigin(port: number): string {
+  return new URL(`http://localhost:${port}`).origin;
 }
 
 /** A domain as an RP ID must be: lowercase labels of letters, digits and hyphens (W3C WebAuthn Level 3 §5.1.4.1). */
@@ -583,10 +593,10 @@ const MAX_RP_NAME_LENGTH = 64;
  * contexts only), whose host is the RP ID or a subdomain of it (W3C WebAuthn Level 3 §5.1.3
  * step 8, §5.1.4.1 step 7). Problems are pushed onto `problems`.
  */
-function webauthnSettings(rpIdRaw: string | undefined, rpNameRaw: string | undefined, originsRaw: string | undefined, problems: string[]): WebauthnSettings {
+function webauthnSettings(rpIdRaw: string | undefined, rpNameRaw: string | undefined, originsRaw: string, problems: string[]): WebauthnSettings {
   const rpId = rpIdRaw ?? 'localhost';
   const rpName = rpNameRaw ?? 'Latchkey';
-  const origins = (originsRaw ?? 'http://localhost:3000').split(',').map((o) => o.trim()).filter((o) => o !== '');
+  const origins = originsRaw.split(',').map((o) => o.trim()).filter((o) => o !== '');
   if (!RP_ID.test(rpId)) problems.push(`WEBAUTHN_RP_ID: expected a domain such as example.com (no scheme, port or path), got "${rpId}"`);
   if (rpName.length > MAX_RP_NAME_LENGTH) problems.push(`WEBAUTHN_RP_NAME: at most ${MAX_RP_NAME_LENGTH} characters`);
   if (origins.length === 0) problems.push('WEBAUTHN_ORIGINS: at least one origin');

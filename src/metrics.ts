@@ -34,6 +34,9 @@ export type AccountDeletionCause = 'owner' | 'operator' | 'unverified_expired';
 /** What became of a failed send: another try later, or the row is dead (docs/decisions.md#email-outbox). */
 export type EmailFailureOutcome = 'retry' | 'dead';
 
+/** Why an outbox row finished without an email (status `suppressed`): a password-reset request for an address no account has. */
+export type EmailSuppressionReason = 'no_account';
+
 /**
  * The outbox row statuses (docs/decisions.md#email-outbox) that `auth_outbox_emails` reports, each a series:
  * the backlog and the rows given up. Sent and cancelled rows are not counted: they are most of
@@ -98,6 +101,8 @@ export interface AuthMetrics {
   emailSent(): void;
   /** Counts a failed send (`auth_emails_failed_total{outcome}`). */
   emailFailed(outcome: EmailFailureOutcome): void;
+  /** Counts an outbox row finished without an email, there being nothing to send (`auth_emails_suppressed_total{reason}`). */
+  emailSuppressed(reason: EmailSuppressionReason): void;
   /** Records one HTTP request (`auth_http_requests_total`, `auth_http_request_duration_seconds`). */
   observeHttp(observation: HttpObservation): void;
   /**
@@ -198,11 +203,18 @@ export function createAuthMetrics(options: { readonly defaultMetrics?: boolean }
     labelNames: ['outcome'] as const,
     registers,
   });
+  const emailsSuppressed = new Counter({
+    name: `${PREFIX}emails_suppressed_total`,
+    help: 'Outbox rows finished without an email, there being nothing to send, by reason: no_account (a password-reset request for an address no account has).',
+    labelNames: ['reason'] as const,
+    registers,
+  });
 
   // Zero-valued series from the start, so rate() and alerts see every outcome before it first happens.
   for (const outcome of ['success', 'bad_credentials', 'unverified', 'locked', 'mfa_required'] satisfies SignInOutcome[]) signIns.inc({ outcome }, 0);
   for (const outcome of ['rotated', 'grace_replay', 'reused', 'invalid', 'missing'] satisfies RefreshOutcome[]) refreshes.inc({ outcome }, 0);
   for (const outcome of ['retry', 'dead'] satisfies EmailFailureOutcome[]) emailsFailed.inc({ outcome }, 0);
+  for (const reason of ['no_account'] satisfies EmailSuppressionReason[]) emailsSuppressed.inc({ reason }, 0);
   for (const cause of ['owner', 'operator', 'unverified_expired'] satisfies AccountDeletionCause[]) accountsDeleted.inc({ cause }, 0);
   for (const outcome of ['requested', 'completed'] satisfies PasswordResetOutcome[]) passwordResets.inc({ outcome }, 0);
   for (const outcome of ['requested', 'completed'] satisfies EmailChangeOutcome[]) emailChanges.inc({ outcome }, 0);
@@ -227,6 +239,7 @@ export function createAuthMetrics(options: { readonly defaultMetrics?: boolean }
     },
     emailSent: () => emailsSent.inc(),
     emailFailed: (outcome) => emailsFailed.inc({ outcome }),
+    emailSuppressed: (reason) => emailsSuppressed.inc({ reason }),
     observeHttp: ({ method, route, status, durationSeconds }) => {
       const labels = { method, route, status_code: String(status) };
       httpRequests.inc(labels);

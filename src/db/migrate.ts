@@ -90,16 +90,20 @@ export class SchemaBehindError extends Error {
   }
 }
 
+/** What {@link prepareSchema} did, for the start's log: the versions it applied (often none) and where the schema stands. */
+export interface PreparedSchema extends SchemaStatus {
+  readonly applied: readonly number[];
+}
+
 /**
  * Brings the schema to what the code needs before the service starts (docs/operations.md, docs/operations.md
  * rule 3): migrates when `migrateOnStart`, else only checks.
+ * @returns the versions applied by this call and the schema's version afterwards.
  * @throws {SchemaBehindError} when the schema is behind and `migrateOnStart` is false.
  */
-export async function prepareSchema(db: Db, options: { migrateOnStart: boolean }): Promise<void> {
-  if (options.migrateOnStart) {
-    await migrate(db);
-    return;
-  }
+export async function prepareSchema(db: Db, options: { migrateOnStart: boolean }): Promise<PreparedSchema> {
+  const applied = options.migrateOnStart ? await migrate(db) : [];
   const status = await schemaStatus(db);
   if (status.current < status.latest) throw new SchemaBehindError(status);
+  return { ...status, applied };
 }

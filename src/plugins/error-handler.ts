@@ -65,6 +65,28 @@ function orList(words: readonly string[]): string {
   return words.length <= 1 ? (words[0] ?? '') : `${words.slice(0, -1).join(', ')} or ${words[words.length - 1]}`;
 }
 
+/** `a`, `a and b`, `a, b and c`. */
+function andList(words: readonly string[]): string {
+  return words.length <= 1 ? (words[0] ?? '') : `${words.slice(0, -1).join(', ')} and ${words[words.length - 1]}`;
+}
+
+/**
+ * When `root` is an `anyOf` of closed objects (a TypeBox `Union`, such as the second sign-in
+ * step's `{code}` or `{recovery_code}`), each alternative's own members: those no other
+ * alternative has. Undefined for any other schema.
+ */
+function alternativeMembers(root: unknown): string[][] | undefined {
+  const anyOf = (root as { anyOf?: unknown } | null | undefined)?.anyOf;
+  if (!Array.isArray(anyOf) || anyOf.length < 2) return undefined;
+  const members: string[][] = [];
+  for (const branch of anyOf as unknown[]) {
+    const b = branch as { type?: unknown; properties?: unknown; additionalProperties?: unknown } | null;
+    if (b === null || typeof b !== 'object' || b.type !== 'object' || b.additionalProperties !== false || b.properties === null || typeof b.properties !== 'object') return undefined;
+    members.push(Object.keys(b.properties));
+  }
+  return members.map((own, i) => own.filter((name) => members.every((other, j) => j === i || !other.includes(name))));
+}
+
 /** The schema an Ajv error's keyword belongs to: `#/properties/username/pattern` is `root.properties.username`. */
 function schemaOfKeyword(root: unknown, schemaPath: string): unknown {
   const tokens = schemaPath.replace(/^#\/?/, '').split('/').slice(0, -1);
@@ -118,6 +140,9 @@ function keywordRule(error: FastifySchemaValidationError): string {
  * - a field with a rule from `withRule` (src/errors.ts): "<field> <rule>", whatever other keyword failed;
  * - a missing field: "<field> is required"; none of the alternatives of an `anyOf` of required
  *   fields (sign-up's email or phone): "email or phone is required";
+ * - members of two alternatives of a body that takes one of them (the second sign-in step's
+ *   `code` and `recovery_code`): "body must have exactly one of code and recovery_code", whatever
+ *   their values (Ajv would name the other alternative's member as unknown);
  * - an unknown member: `unknown member "<name>"` (unknown members are refused, never stripped);
  * - the whole body not an object: "body must be a JSON object";
  * - anything else: "<field> " and the failed keyword's rule in words ("must be a string").
@@ -125,8 +150,14 @@ function keywordRule(error: FastifySchemaValidationError): string {
  * @param errors Ajv's errors (`allErrors: false`: one failure, after the failed branches of an `anyOf`).
  * @param part which part of the request failed (`body`, `querystring`, ...).
  * @param root the route's schema of that part, where the rules are read.
+ * @param data that part of the request as parsed (the JSON body), read for the members it names only.
  */
-export function validationMessage(errors: readonly FastifySchemaValidationError[], part: string, root: unknown): string {
+export function validationMessage(errors: readonly FastifySchemaValidationError[], part: string, root: unknown, data?: unknown): string {
+  const alternatives = alternativeMembers(root);
+  if (alternatives !== undefined && data !== null && typeof data === 'object' && !Array.isArray(data)) {
+    const named = alternatives.filter((own) => own.some((name) => Object.hasOwn(data, name)));
+    if (named.length > 1) return `${PART_NAMES[part] ?? part} must have exactly one of ${andList(alternatives.flat())}`;
+  }
   const anyOf = errors.find((e) => e.keyword === 'anyOf');
   const branches = anyOf === undefined ? [] : errors.filter((e) => e.schemaPath.startsWith(`${anyOf.schemaPath}/`));
   if (anyOf !== undefined && branches.length > 0 && branches.every((e) => e.keyword === 'required')) {
@@ -148,6 +179,14 @@ export function validationMessage(errors: readonly FastifySchemaValidationError[
   }
   const rule = error.keyword === 'type' ? undefined : ruleOf(schemaOfKeyword(root, error.schemaPath));
   return `${field ?? whole} ${rule ?? keywordRule(error)}`;
+}
+
+/** The parsed part of `request` a validation error is about (`body`, `querystring`, `params`, `headers`). */
+function partData(request: FastifyRequest, part: string): unknown {
+  if (part === 'body') return request.body;
+  if (part === 'querystring') return request.query;
+  if (part === 'params') return request.params;
+  return part === 'headers' ? request.headers : undefined;
 }
 
 function isDatabaseUnavailable(err: unknown): boolean {
@@ -182,7 +221,7 @@ export function registerErrorHandler(app: FastifyInstance): void {
         const part = err.validationContext ?? 'body';
         const message =
           err.validation !== undefined
-            ? validationMessage(err.validation, part, request.routeOptions.schema?.[part as keyof FastifySchema])
+            ? validationMessage(err.validation, part, request.routeOptions.schema?.[part as keyof FastifySchema], partData(request, part))
             : (FASTIFY_MESSAGES[err.code] ?? err.message);
         return sendError(reply, validationError, message.slice(0, MAX_MESSAGE_LENGTH));
       }

@@ -1,9 +1,11 @@
 import { execFile, spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startService, stopService, type ServiceProcess } from '../reliability/helpers/service-process.js';
 
 const execFileAsync = promisify(execFile);
 
@@ -64,6 +66,32 @@ async function serveBuilt(dataDir: string) {
     child.kill('SIGKILL');
     throw err;
   }
+}
+
+/** The newest schema version shipped: the highest number of migrations/NNN.do.*.sql. */
+const LATEST_MIGRATION = Math.max(...readdirSync(path.join(ROOT, 'migrations')).map((f) => Number(/^(\d+)\.do\./.exec(f)?.[1] ?? 0)));
+/** pino's numeric levels. */
+const INFO = 30;
+const WARN = 40;
+
+/** A TCP port free on 127.0.0.1 right now (the system picks it; the probe is closed before the service takes it). */
+async function freePort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as { port: number };
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  return port;
+}
+
+/** The log lines of `service` whose message matches `pattern`. */
+function linesMatching(service: ServiceProcess, pattern: RegExp): Record<string, unknown>[] {
+  return service.logs.filter((l) => typeof l.msg === 'string' && pattern.test(l.msg));
+}
+
+/** Stops `service` with SIGTERM and expects a clean exit. */
+async function stopCleanly(service: ServiceProcess): Promise<void> {
+  service.child.kill('SIGTERM');
+  expect((await service.exited).code).toBe(0);
 }
 
 // The built CLI does not depend on the database back end (serve below uses the embedded one),
@@ -141,6 +169,70 @@ describe.skipIf(process.env.TEST_DB === 'postgres')('the built CLI (package.json
       if (child.exitCode === null) child.kill('SIGKILL');
     }
   }, SERVE_START_TIMEOUT_MS + 10_000);
+
+  it('a first start in a fresh DATA_DIR says what it does, at info level, before it listens: the database created (where), the migrations applied (to which version), the keys generated (where); never a key', async () => {
+    const dataDir = path.join(work, 'first-start-data');
+    let service: ServiceProcess | undefined;
+    try {
+      service = await startService({ DATA_DIR: dataDir });
+      const listening = service.logs.findIndex((l) => typeof l.msg === 'string' && l.msg.startsWith('Server listening at'));
+      const before = (pattern: RegExp): Record<string, unknown> => {
+        const found = linesMatching(service!, pattern);
+        expect(found, `${String(pattern)} in ${JSON.stringify(service!.logs.map((l) => l.msg))}`).toHaveLength(1);
+        expect(found[0]!.level).toBe(INFO);
+        expect(service!.logs.indexOf(found[0]!)).toBeLessThan(listening);
+        return found[0]!;
+      };
+      const pgliteDir = path.join(dataDir, 'pglite');
+      expect(before(/^creating the embedded PGlite database in /).msg).toContain(pgliteDir);
+      before(/^embedded database opened$/);
+      expect(before(/^applied migrations 1 to \d+: database schema at version \d+$/).msg).toBe(`applied migrations 1 to ${LATEST_MIGRATION}: database schema at version ${LATEST_MIGRATION}`);
+      const signingKey = path.join(dataDir, 'jwt-signing-key.pem');
+      const mfaKey = path.join(dataDir, 'mfa-key');
+      expect(before(/^generated a signing key/).msg).toBe(`generated a signing key (RSA) into ${signingKey} (JWT_PRIVATE_KEY_FILE is unset)`);
+      expect(before(/^generated a second-factor key/).msg).toBe(`generated a second-factor key into ${mfaKey} (MFA_KEY_FILE is unset)`);
+      // No key material: neither the PEM nor the second-factor key's text appears in any line.
+      const raw = JSON.stringify(service.logs) + service.stderr();
+      expect(raw).not.toMatch(/PRIVATE KEY|BEGIN /);
+      expect(raw).not.toContain(readFileSync(mfaKey, 'utf8').trim());
+      await stopCleanly(service);
+
+      // The next start opens what is there: no creation, no migration, no key generated.
+      service = await startService({ DATA_DIR: dataDir });
+      expect(linesMatching(service, /^opening the embedded PGlite database in /)).toHaveLength(1);
+      expect(linesMatching(service, /^database schema is current/).map((l) => l.msg)).toEqual([`database schema is current (version ${LATEST_MIGRATION})`]);
+      expect(linesMatching(service, /^creating|^applied|^generated/)).toEqual([]);
+      await stopCleanly(service);
+    } finally {
+      await stopService(service);
+    }
+  }, 3 * SERVE_START_TIMEOUT_MS);
+
+  it('with DEMO_PAGE=true, a start warns when WEBAUTHN_ORIGINS names no origin on the port it listens on; left unset, the origin follows PORT and nothing is said', async () => {
+    const dataDir = path.join(work, 'demo-origin-data');
+    let service: ServiceProcess | undefined;
+    try {
+      const port = await freePort();
+      service = await startService({ DATA_DIR: dataDir, DEMO_PAGE: 'true', PORT: String(port), WEBAUTHN_ORIGINS: 'http://localhost:3000' });
+      const warnings = linesMatching(service, /WEBAUTHN_ORIGINS/);
+      expect(warnings, JSON.stringify(service.logs.map((l) => l.msg))).toHaveLength(1);
+      expect(warnings[0]!.level).toBe(WARN);
+      expect(warnings[0]!.msg).toContain(`names no origin on port ${port}`);
+      expect(warnings[0]!.msg).toContain('http://localhost:3000');
+      expect(warnings[0]!.msg).toContain(`http://localhost:${port}`);
+      await stopCleanly(service);
+
+      service = await startService({ DATA_DIR: dataDir, DEMO_PAGE: 'true', PORT: String(await freePort()) });
+      expect(linesMatching(service, /WEBAUTHN_ORIGINS/)).toEqual([]);
+      await stopCleanly(service);
+      // Without the demo page the service serves no page of its own: nothing to warn about.
+      service = await startService({ DATA_DIR: dataDir, PORT: String(await freePort()), WEBAUTHN_ORIGINS: 'http://localhost:3000' });
+      expect(linesMatching(service, /WEBAUTHN_ORIGINS/)).toEqual([]);
+      await stopCleanly(service);
+    } finally {
+      await stopService(service);
+    }
+  }, 4 * SERVE_START_TIMEOUT_MS);
 
   it('the README\'s "Try it" session works as written: sign-up, verify, sign-in, /me, refresh, sessions, logout', async () => {
     const readme = readFileSync(path.join(ROOT, 'README.md'), 'utf8');

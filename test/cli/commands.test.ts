@@ -14,7 +14,7 @@ import { enqueueEmail } from '../../src/modules/mail/outbox.repo.js';
 import { MAX_SEND_ATTEMPTS } from '../../src/modules/mail/outbox.worker.js';
 import { runSessionsCommand } from '../../src/modules/sessions/sessions.cli.js';
 import { createTestContext, type TestContext } from '../helpers/context.js';
-import { createVerifiedUser, refresh, signIn, signUp, withBearer } from '../helpers/flows.js';
+import { createVerifiedUser, postJson, refresh, signIn, signUp, uniqueName, withBearer } from '../helpers/flows.js';
 
 /** What a command printed and returned. */
 interface CommandRun {
@@ -171,7 +171,7 @@ describe('latchkey outbox', () => {
     return rows[0]!;
   }
 
-  it('list shows id, status, recipient, attempts, last_error, next_attempt_at, created_at, newest first, and never the code', async () => {
+  it('list shows id, kind, status, recipient, attempts, last_error, next_attempt_at, created_at, newest first, and never the code', async () => {
     // One second apart: the test clock stands still otherwise, and the order is by created_at.
     const delivered = await createVerifiedUser(ctx);
     ctx.clock.advance(1);
@@ -182,25 +182,55 @@ describe('latchkey outbox', () => {
     const res = await run(runOutboxCommand, ['list'], { ctx });
     expect(res.code, res.stderr).toBe(0);
     const header = res.stdout.split('\n')[0]!;
-    expect(header.split(/\s+/)).toEqual(['id', 'status', 'recipient', 'attempts', 'last_error', 'next_attempt_at', 'created_at']);
+    expect(header.split(/\s+/)).toEqual(['id', 'kind', 'status', 'recipient', 'attempts', 'last_error', 'next_attempt_at', 'created_at']);
     const rows = parseTable(res.stdout);
     expect(rows.map((r) => r.recipient)).toEqual([retrying.email, dead.email, delivered.email]);
     expect(rows[0]).toMatchObject({ id: retrying.outboxId, status: 'pending', attempts: '1' });
     expect(rows[0]!.last_error).toMatch(/451/);
     expect(rows[1]).toMatchObject({ id: dead.outboxId, status: 'dead', attempts: '1' });
     expect(rows[1]!.last_error).toMatch(/550/);
-    expect(rows[2]).toMatchObject({ status: 'sent', attempts: '1', last_error: '-' });
+    expect(rows[2]).toMatchObject({ kind: 'verification', status: 'sent', attempts: '1', last_error: '-' });
     for (const r of rows) {
       expect(r.created_at).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
       expect(r.next_attempt_at).toMatch(/^\d{4}-\d\d-\d\dT/);
     }
-    expect(res.stdout).toMatch(/^Totals: pending 1, sent 1, dead 1, cancelled 0$/m);
+    expect(res.stdout).toMatch(/^Totals: pending 1, sent 1, suppressed 0, dead 1, cancelled 0$/m);
 
     // The pending row still holds its code in the payload; the listing must not show it.
     const { rows: payloads } = await ctx.db.query<{ code: string }>("SELECT payload->>'code' AS code FROM email_outbox WHERE id = $1", [retrying.outboxId]);
     expect(payloads[0]!.code).toMatch(/^\d{6}$/);
     expect(res.stdout).not.toContain(payloads[0]!.code);
     expect(res.stdout).not.toContain('payload');
+  });
+
+  it('a password-reset request for an address no account has is listed as suppressed (nothing was sent, and why), never as sent; the metric counts it', async () => {
+    const nobody = `${uniqueName('nobody')}@example.test`;
+    const known = await createVerifiedUser(ctx);
+    for (const email of [nobody, known.email]) expect((await postJson(ctx, '/auth/v0/password-reset', { email })).statusCode).toBe(204);
+    // One round does the requests' work, the next sends the reset email it queued for the known address.
+    await ctx.app.outbox.runOnce();
+    await ctx.app.outbox.runOnce();
+    expect(ctx.smtp.messages.filter((m) => m.to.includes(nobody))).toEqual([]);
+
+    const res = await run(runOutboxCommand, ['list'], { ctx });
+    expect(res.code, res.stderr).toBe(0);
+    const rows = parseTable(res.stdout);
+    const forNobody = rows.filter((r) => r.recipient === nobody);
+    expect(forNobody).toHaveLength(1);
+    expect(forNobody[0]).toMatchObject({ kind: 'password_reset_request', status: 'suppressed', last_error: 'no account has this address: nothing was sent' });
+    // The known address: the request is done and its email sent, each row saying which it is.
+    expect(rows.filter((r) => r.recipient === known.email && r.kind!.startsWith('password_reset')).map((r) => [r.kind, r.status]).sort()).toEqual([
+      ['password_reset', 'sent'],
+      ['password_reset_request', 'sent'],
+    ]);
+    expect(res.stdout).toMatch(/^Totals: pending \d+, sent \d+, suppressed [1-9]\d*, dead \d+, cancelled \d+$/m);
+
+    const only = await run(runOutboxCommand, ['list', '--status', 'suppressed'], { ctx });
+    expect(only.code, only.stderr).toBe(0);
+    expect(parseTable(only.stdout).map((r) => r.recipient)).toContain(nobody);
+    expect(new Set(parseTable(only.stdout).map((r) => r.status))).toEqual(new Set(['suppressed']));
+    const metrics = (await ctx.app.inject({ method: 'GET', url: '/metrics' })).body;
+    expect(metrics).toMatch(/^auth_emails_suppressed_total\{reason="no_account"\} [1-9]\d*$/m);
   });
 
   it('list --status dead shows only dead rows; --limit cuts and says so', async () => {
@@ -221,7 +251,7 @@ describe('latchkey outbox', () => {
   });
 
   it.each([
-    ['an unknown status', ['list', '--status', 'failed'], /--status: expected one of pending, sent, dead, cancelled, got "failed"/],
+    ['an unknown status', ['list', '--status', 'failed'], /--status: expected one of pending, sent, suppressed, dead, cancelled, got "failed"/],
     ['a zero limit', ['list', '--limit', '0'], /--limit: expected an integer from 1 to 1000/],
     ['a limit that is no number', ['list', '--limit', 'all'], /--limit: expected an integer/],
     ['an unknown option', ['list', '--payload'], /Unknown option '--payload'/],
@@ -319,7 +349,7 @@ describe('latchkey outbox', () => {
     try {
       await run(runMigrateCommand, [], { db: empty.db });
       const res = await run(runOutboxCommand, ['list'], { db: empty.db });
-      expect(res).toMatchObject({ code: 0, stdout: 'The outbox is empty.\nTotals: pending 0, sent 0, dead 0, cancelled 0\n' });
+      expect(res).toMatchObject({ code: 0, stdout: 'The outbox is empty.\nTotals: pending 0, sent 0, suppressed 0, dead 0, cancelled 0\n' });
     } finally {
       await empty.drop();
     }

@@ -248,8 +248,9 @@ describe('email outbox with a real SMTP server', () => {
       clock: ctx.clock,
       log: ctx.app.log,
       passwordResetRequest: async (tx, address) => {
-        await ctx.app.passwordReset.handleRequest(tx, address);
+        const issued = await ctx.app.passwordReset.handleRequest(tx, address);
         if (failures-- > 0) throw new Error('simulated database error');
+        return issued;
       },
     });
     const resetRows = async () =>

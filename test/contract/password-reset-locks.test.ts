@@ -77,7 +77,7 @@ describe('password-reset lock order', () => {
     expect((await ctx.db.query('SELECT 1 FROM verification_codes WHERE user_id = $1', [userId])).rows).toEqual([]);
   });
 
-  it.runIf(process.env.TEST_DB === 'postgres')('a reset request whose user is deleted while the worker issues its code: the request is done, no code, no email', async () => {
+  it.runIf(process.env.TEST_DB === 'postgres')('a reset request whose user is deleted while the worker issues its code: the request is suppressed, no code, no email', async () => {
     const user = await createVerifiedUser(ctx);
     await ctx.app.outbox.stop();
     try {
@@ -93,7 +93,7 @@ describe('password-reset lock order', () => {
       );
       await round;
       const { rows } = await ctx.db.query<{ kind: string; status: string }>("SELECT kind, status FROM email_outbox WHERE recipient = $1 AND kind LIKE 'password_reset%'", [user.email]);
-      expect(rows).toEqual([{ kind: 'password_reset_request', status: 'sent' }]);
+      expect(rows).toEqual([{ kind: 'password_reset_request', status: 'suppressed' }]);
       expect((await ctx.db.query('SELECT 1 FROM verification_codes WHERE user_id = $1', [user.id])).rows).toEqual([]);
     } finally {
       ctx.app.outbox.start();

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLogger } from '../../src/app.js';
 import type { RetentionSettings } from '../../src/config.js';
-import { claimDueEmails, countOutboxBacklog, cancelExpiredEmails, oldestPendingEmailCreatedAt, releaseLeases } from '../../src/modules/mail/outbox.repo.js';
+import { claimDueEmails, countOutboxBacklog, cancelExpiredEmails, oldestPendingEmailCreatedAt, releaseLeases, type OutboxStatus } from '../../src/modules/mail/outbox.repo.js';
 import { purgeWindows } from '../../src/modules/rate-limits/rate-limits.repo.js';
 import { purgeInBatches } from '../../src/modules/retention/batches.js';
 import { eraseExpiredSuccessors, purgeDeadEmails, purgeEndedSessions, purgeEndedVerificationCodes, purgeFinishedEmails } from '../../src/modules/retention/retention.repo.js';
@@ -99,7 +99,7 @@ async function insertCode(c: { userId: string; expiresAt: Date; consumedAt?: Dat
   return id;
 }
 
-async function insertEmail(e: { status: 'pending' | 'sent' | 'dead' | 'cancelled'; createdAt: Date; code?: boolean; nextAttemptAt?: Date; expiresAt?: Date }): Promise<string> {
+async function insertEmail(e: { status: OutboxStatus; createdAt: Date; code?: boolean; nextAttemptAt?: Date; expiresAt?: Date }): Promise<string> {
   const id = randomUUID();
   await database.db.query(
     `INSERT INTO email_outbox (id, kind, recipient, payload, status, attempts, created_at, next_attempt_at, sent_at, expires_at)
@@ -225,8 +225,10 @@ describe('verification codes', () => {
 });
 
 describe('email outbox', () => {
-  it('deletes sent and cancelled rows after RETENTION_OUTBOX_DAYS and dead rows after RETENTION_OUTBOX_DEAD_DAYS; never pending rows', async () => {
+  it('deletes sent, suppressed and cancelled rows after RETENTION_OUTBOX_DAYS and dead rows after RETENTION_OUTBOX_DEAD_DAYS; never pending rows', async () => {
     const sentLongAgo = await insertEmail({ status: 'sent', createdAt: daysAgo(8) });
+    const suppressedLongAgo = await insertEmail({ status: 'suppressed', createdAt: daysAgo(8) });
+    const suppressedRecently = await insertEmail({ status: 'suppressed', createdAt: daysAgo(6) });
     const cancelledLongAgo = await insertEmail({ status: 'cancelled', createdAt: daysAgo(8) });
     const sentRecently = await insertEmail({ status: 'sent', createdAt: daysAgo(6) });
     const cancelledRecently = await insertEmail({ status: 'cancelled', createdAt: daysAgo(6) });
@@ -236,10 +238,10 @@ describe('email outbox', () => {
     const pendingOld = await insertEmail({ status: 'pending', createdAt: daysAgo(40), nextAttemptAt: secondsAgo(-60) });
 
     const report = await worker().runOnce();
-    expect(report.finishedEmails).toBeGreaterThanOrEqual(2);
+    expect(report.finishedEmails).toBeGreaterThanOrEqual(3);
     expect(report.deadEmails).toBeGreaterThanOrEqual(1);
-    for (const gone of [sentLongAgo, cancelledLongAgo, deadLongAgo]) expect(await exists('email_outbox', gone)).toBe(false);
-    for (const kept of [sentRecently, cancelledRecently, deadWithinLimit, pendingOld]) expect(await exists('email_outbox', kept)).toBe(true);
+    for (const gone of [sentLongAgo, suppressedLongAgo, cancelledLongAgo, deadLongAgo]) expect(await exists('email_outbox', gone)).toBe(false);
+    for (const kept of [sentRecently, suppressedRecently, cancelledRecently, deadWithinLimit, pendingOld]) expect(await exists('email_outbox', kept)).toBe(true);
   });
 
   it('works in batches, for finished and for dead rows', async () => {

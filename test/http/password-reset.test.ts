@@ -51,7 +51,7 @@ describe('POST /auth/v0/password-reset', () => {
     expect(text).not.toContain('evil.example');
   });
 
-  it('an unknown address: the same 204 and one request row, which the worker marks done with no email and no code', async () => {
+  it('an unknown address: the same 204 and one request row, which the worker marks suppressed (nothing sent) with no email and no code', async () => {
     const email = `${uniqueName('nobody')}@example.test`;
     const res = await requestReset(email);
     expect(res.statusCode).toBe(204);
@@ -60,7 +60,7 @@ describe('POST /auth/v0/password-reset', () => {
     await ctx.app.outbox.runOnce();
     expect(ctx.smtp.messages.filter((m) => m.to.includes(email))).toEqual([]);
     expect((await ctx.db.query('SELECT kind, status FROM email_outbox WHERE recipient = $1', [email])).rows).toEqual([
-      { kind: 'password_reset_request', status: 'sent' },
+      { kind: 'password_reset_request', status: 'suppressed' },
     ]);
     expect((await ctx.db.query('SELECT 1 FROM verification_codes WHERE email = $1', [email])).rows).toEqual([]);
   });

@@ -30,6 +30,8 @@ const VALIDATION_CODES: Record<string, string> = {
   resendVerification: 'auth.resend_verification.validation_failed',
   changePassword: 'auth.change_password.validation_failed',
 };
+/** Operations whose body is one of several objects (not swept field by field below), with their validation code. */
+const UNION_BODY_CODES: Record<string, string> = { signInMfa: 'auth.mfa.validation_failed' };
 
 let ctx: TestContext;
 let document: Json;
@@ -72,7 +74,7 @@ function messageOf(res: LightMyRequestResponse, operationId: string): string {
   expect(res.statusCode, res.body).toBe(400);
   const body = res.json() as Json;
   expect(keysOf(body)).toEqual(['code', 'message']);
-  expect(body.code).toBe(VALIDATION_CODES[operationId]);
+  expect(body.code).toBe(VALIDATION_CODES[operationId] ?? UNION_BODY_CODES[operationId]);
   const message = body.message as string;
   for (const jargon of JARGON) expect(message, `${operationId}: ${message}`).not.toMatch(jargon);
   return message;
@@ -115,6 +117,22 @@ describe('validation messages name the field and its rule in plain words', () =>
     ['resendVerification', {}, 'email is required'],
   ] as const)('%s %j: %s', async (operationId, body, expected) => {
     expect(messageOf(await send(operationId, { body }), operationId)).toBe(expected);
+  });
+
+  it('the second sign-in step takes a code or a recovery code: both at once is "exactly one of code and recovery_code", whatever their values; neither names both', async () => {
+    const both = 'body must have exactly one of code and recovery_code';
+    for (const body of [
+      { code: '123456', recovery_code: 'qs7kd-4bn2a' },
+      { recovery_code: 'qs7kd-4bn2a', code: '123456' },
+      { code: 'abc', recovery_code: 'qs7kd-4bn2a' },
+      { code: '123456', recovery_code: '' },
+    ]) {
+      expect(messageOf(await send('signInMfa', { body }), 'signInMfa'), JSON.stringify(body)).toBe(both);
+    }
+    expect(messageOf(await send('signInMfa', { body: {} }), 'signInMfa')).toBe('code or recovery_code is required');
+    // One alternative with a bad value, or with a member of its own that is unknown, is told so as before.
+    expect(messageOf(await send('signInMfa', { body: { code: 'abc' } }), 'signInMfa')).toBe('code must be the 6 digits the authenticator app shows');
+    expect(messageOf(await send('signInMfa', { body: { code: '123456', foo: 1 } }), 'signInMfa')).toBe('unknown member "foo"');
   });
 
   it('the query of GET /verify-email: each field and its rule', async () => {

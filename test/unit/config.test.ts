@@ -179,6 +179,14 @@ describe('loadConfig: WEBAUTHN_RP_ID, WEBAUTHN_RP_NAME, WEBAUTHN_ORIGINS (docs/i
     expect(loadConfig({}).webauthn).toEqual({ rpId: 'localhost', rpName: 'Latchkey', origins: ['http://localhost:3000'] });
   });
 
+  it('the default origin follows PORT, so passkeys on the demo page work on any port out of the box', () => {
+    expect(loadConfig({ PORT: '3100' }).webauthn.origins).toEqual(['http://localhost:3100']);
+    // An origin names no default port (RFC 6454 §6.1): port 80 is http://localhost.
+    expect(loadConfig({ PORT: '80' }).webauthn.origins).toEqual(['http://localhost']);
+    // Set explicitly, WEBAUTHN_ORIGINS is taken as given, whatever PORT.
+    expect(loadConfig({ PORT: '3100', WEBAUTHN_ORIGINS: 'http://localhost:3000' }).webauthn.origins).toEqual(['http://localhost:3000']);
+  });
+
   it('reads a domain and its https origins, subdomains included, comma-separated', () => {
     expect(loadConfig({ WEBAUTHN_RP_ID: 'example.com', WEBAUTHN_RP_NAME: 'Example', WEBAUTHN_ORIGINS: 'https://example.com, https://app.example.com:8443' }).webauthn).toEqual({
       rpId: 'example.com',

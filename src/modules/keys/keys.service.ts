@@ -1,6 +1,7 @@
 import { createPrivateKey, createPublicKey, generateKeyPairSync, hkdfSync, randomBytes, type KeyObject } from 'node:crypto';
 import { linkSync, mkdirSync, readFileSync, unlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
+import type { FastifyBaseLogger } from 'fastify';
 import { calculateJwkThumbprint, exportJWK } from 'jose';
 
 /** Smallest RSA modulus accepted for RS256 signing keys (NIST SP 800-57; RFC 7518 §3.3 requires 2048). */
@@ -80,6 +81,8 @@ export interface KeySources {
   readonly codeHmacKeyFile?: string | undefined;
   /** MFA_KEY_FILE: the HKDF source of the second factor's keys; undefined: generated once into `dataDir`. */
   readonly mfaKeyFile?: string | undefined;
+  /** Told, at info level, of each key file generated into `dataDir` (its path, never its content). */
+  readonly log?: Pick<FastifyBaseLogger, 'info'> | undefined;
 }
 
 /** Generates an RSA key pair as PEM (PKCS#8 private, SPKI public). */
@@ -96,25 +99,32 @@ export function generateRsaKeyPair(bits = MIN_RSA_BITS): { privateKeyPem: string
  * Reads the generated key file `name` from `dataDir`, creating it with `generate()` on first
  * use. Creation writes a temporary file and links it into place, so two processes starting at
  * once end up with the same key.
+ * @returns the file's text, its path, and whether this call created it (false when it existed, or another process linked it first).
  */
-function loadOrCreateGeneratedKey(dataDir: string, name: string = GENERATED_KEY_FILE, generate: () => string = () => generateRsaKeyPair().privateKeyPem): string {
+function loadOrCreateGeneratedKey(
+  dataDir: string,
+  name: string = GENERATED_KEY_FILE,
+  generate: () => string = () => generateRsaKeyPair().privateKeyPem,
+): { text: string; file: string; created: boolean } {
   const file = path.join(dataDir, name);
   try {
-    return readFileSync(file, 'utf8');
+    return { text: readFileSync(file, 'utf8'), file, created: false };
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
   }
   mkdirSync(dataDir, { recursive: true });
   const tmp = `${file}.${process.pid}.tmp`;
   writeFileSync(tmp, generate(), { mode: 0o600 });
+  let created = true;
   try {
     linkSync(tmp, file);
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+    created = false;
   } finally {
     unlinkSync(tmp);
   }
-  return readFileSync(file, 'utf8');
+  return { text: readFileSync(file, 'utf8'), file, created };
 }
 
 /**
@@ -160,16 +170,27 @@ async function toVerificationKey(key: KeyObject): Promise<{ vk: VerificationKey;
 }
 
 /**
+ * {@link loadOrCreateGeneratedKey} for `sources.dataDir`, telling `sources.log` when it created
+ * the file (where, and which setting would have named one instead): a first start says what it
+ * did. Never the key itself.
+ */
+function generatedKey(sources: KeySources, name: string, setting: string, generate?: () => string): string {
+  const { text, file, created } = loadOrCreateGeneratedKey(sources.dataDir, name, generate);
+  if (created) {
+    const what = name === GENERATED_KEY_FILE ? 'signing key (RSA)' : 'second-factor key';
+    sources.log?.info({ file }, `generated a ${what} into ${file} (${setting} is unset)`);
+  }
+  return text;
+}
+
+/**
  * Loads the signing key and the retired public keys, and prepares the JWKS (RFC 7517) with
  * public members only. `kid` is the RFC 7638 SHA-256 thumbprint, so it is stable across restarts.
  *
  * @throws Error naming the file when a key cannot be read or is not RSA-2048 or larger.
  */
 export async function loadKeyStore(sources: KeySources): Promise<KeyStore> {
-  const privatePem =
-    sources.privateKeyFile === undefined
-      ? loadOrCreateGeneratedKey(sources.dataDir)
-      : readFileSync(sources.privateKeyFile, 'utf8');
+  const privatePem = sources.privateKeyFile === undefined ? generatedKey(sources, GENERATED_KEY_FILE, 'JWT_PRIVATE_KEY_FILE') : readFileSync(sources.privateKeyFile, 'utf8');
   const privateKey = createPrivateKey(privatePem);
   assertRsa(privateKey, sources.privateKeyFile ?? GENERATED_KEY_FILE);
   const active = await toVerificationKey(createPublicKey(privateKey));
@@ -188,7 +209,7 @@ export async function loadKeyStore(sources: KeySources): Promise<KeyStore> {
   // 32 random bytes, base64url, when no MFA_KEY_FILE is given (the file's bytes are the HKDF source).
   const mfaKeySource =
     sources.mfaKeyFile === undefined
-      ? Buffer.from(loadOrCreateGeneratedKey(sources.dataDir, GENERATED_MFA_KEY_FILE, () => `${randomBytes(32).toString('base64url')}\n`), 'utf8')
+      ? Buffer.from(generatedKey(sources, GENERATED_MFA_KEY_FILE, 'MFA_KEY_FILE', () => `${randomBytes(32).toString('base64url')}\n`), 'utf8')
       : readCodeHmacKeyFile(sources.mfaKeyFile);
   const derive = (info: string, source: Buffer = der): Buffer => Buffer.from(hkdfSync('sha256', source, Buffer.alloc(0), info, DERIVED_KEY_BYTES));
   return {

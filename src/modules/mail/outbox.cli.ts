@@ -28,29 +28,38 @@ export const MAX_LIST_LIMIT = 1000;
 export const LAST_ERROR_COLUMN_WIDTH = 80;
 
 /** Every outbox status (docs/decisions.md#email-outbox), in the order the totals line shows them. */
-const OUTBOX_STATUSES: readonly OutboxStatus[] = ['pending', 'sent', 'dead', 'cancelled'];
+const OUTBOX_STATUSES: readonly OutboxStatus[] = ['pending', 'sent', 'suppressed', 'dead', 'cancelled'];
 
 /** `latchkey outbox --help`. */
 export const OUTBOX_USAGE = `Usage: latchkey outbox <list|retry> [options]
 
-The email outbox (verification emails waiting to be sent, sent, dead or cancelled).
+The email outbox (emails waiting to be sent, sent, dead or cancelled; password-reset
+requests done, or suppressed when no account has the address).
 
 Commands:
-  list   [--status pending|sent|dead|cancelled] [--limit N]   show rows, newest first
-  retry  <id> | --all-dead                                   put dead rows back to pending
+  list   [--status pending|sent|suppressed|dead|cancelled] [--limit N]   show rows, newest first
+  retry  <id> | --all-dead                                              put dead rows back to pending
 
 See "latchkey outbox list --help" and "latchkey outbox retry --help".
 `;
 
 /** `latchkey outbox list --help`. */
-export const OUTBOX_LIST_USAGE = `Usage: latchkey outbox list [--status pending|sent|dead|cancelled] [--limit N]
+export const OUTBOX_LIST_USAGE = `Usage: latchkey outbox list [--status pending|sent|suppressed|dead|cancelled] [--limit N]
 
-Shows outbox rows, newest first: id, status, recipient, attempts, last_error, next_attempt_at,
-created_at (times in UTC), then the number of rows of each status. The email content (and the
-verification code in it) is never shown.
+Shows outbox rows, newest first: id, kind, status, recipient, attempts, last_error,
+next_attempt_at, created_at (times in UTC), then the number of rows of each status. The email
+content (and the verification code in it) is never shown.
+
+Kinds: verification, password_reset, email_change (a code's email), notice (a security notice),
+password_reset_request (a password-reset request: no email of its own; sent means its code and
+email were queued as a password_reset row).
+
+Statuses: pending (waiting), sent (accepted by the relay), suppressed (finished with nothing to
+send: a password-reset request for an address no account has; last_error says so), dead (given
+up: see last_error, then retry), cancelled (expired or superseded before it was sent).
 
 Options:
-  --status S  only rows of status S: pending, sent, dead or cancelled
+  --status S  only rows of status S: pending, sent, suppressed, dead or cancelled
   --limit N   at most N rows, 1 to ${MAX_LIST_LIMIT} (default ${DEFAULT_LIST_LIMIT})
   -h, --help  show this help
 
@@ -81,6 +90,7 @@ function listCells(row: OutboxListRow): string[] {
   const error = row.last_error === null ? '-' : row.last_error.replace(/\s+/g, ' ').trim();
   return [
     row.id,
+    row.kind,
     row.status,
     row.recipient,
     String(row.attempts),
@@ -108,7 +118,7 @@ async function listCommand(argv: readonly string[], io: DatabaseCommandIo): Prom
     const rows = await listOutboxEmails(db, { status: status as OutboxStatus | undefined, limit });
     const counts = await countOutboxEmailsByStatus(db);
     if (rows.length === 0) io.stdout(status === undefined ? 'The outbox is empty.\n' : `No ${status} rows.\n`);
-    else io.stdout(formatTable(['id', 'status', 'recipient', 'attempts', 'last_error', 'next_attempt_at', 'created_at'], rows.map(listCells)));
+    else io.stdout(formatTable(['id', 'kind', 'status', 'recipient', 'attempts', 'last_error', 'next_attempt_at', 'created_at'], rows.map(listCells)));
     const matching = status === undefined ? OUTBOX_STATUSES.reduce((sum, s) => sum + (counts[s] ?? 0), 0) : (counts[status as OutboxStatus] ?? 0);
     if (rows.length > 0 && rows.length < matching) io.stdout(`(${rows.length} of ${matching} shown; --limit for more)\n`);
     io.stdout(`Totals: ${OUTBOX_STATUSES.map((s) => `${s} ${counts[s] ?? 0}`).join(', ')}\n`);

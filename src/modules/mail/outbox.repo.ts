@@ -35,8 +35,13 @@ export type PasswordResetRequestKind = 'password_reset_request';
 /** The kinds of outbox rows: a verification code, a security notice, or a password-reset request. */
 export type OutboxKind = CodeEmailKind | 'notice' | PasswordResetRequestKind;
 
-/** Outbox row status (docs/decisions.md#email-outbox). */
-export type OutboxStatus = 'pending' | 'sent' | 'dead' | 'cancelled';
+/**
+ * Outbox row status (docs/decisions.md#email-outbox): `pending` waits for the worker; `sent` was
+ * accepted by the relay (a password-reset request: its code and email were queued); `suppressed`
+ * finished with nothing to send (a password-reset request for an address no account has);
+ * `dead` was given up; `cancelled` expired or was superseded before it could be sent.
+ */
+export type OutboxStatus = 'pending' | 'sent' | 'suppressed' | 'dead' | 'cancelled';
 
 /** A row claimed by a worker under a lease. */
 export type ClaimedEmail =
@@ -127,6 +132,21 @@ export async function markFailed(
   );
 }
 
+/**
+ * Marks a leased row `suppressed`: finished, nothing sent, because there was nothing to send;
+ * `reason` goes to `last_error` (shown by `outbox list`). Counts the attempt, as {@link markSent}.
+ * Only the lease holder may.
+ * @returns false when `owner` no longer holds the row's lease (nothing changed).
+ */
+export async function markSuppressed(q: Queryable, id: string, owner: string, reason: string): Promise<boolean> {
+  const { rowCount } = await q.query(
+    `UPDATE email_outbox SET status = 'suppressed', attempts = attempts + 1, last_error = $3, payload = payload - 'code', lease_owner = NULL, lease_expires_at = NULL
+      WHERE id = $1 AND lease_owner = $2`,
+    [id, owner, reason],
+  );
+  return rowCount === 1;
+}
+
 /** Marks a row cancelled (its content expired before it could be sent) and drops the code. */
 export async function markCancelled(q: Queryable, id: string, owner: string, reason: string): Promise<void> {
   await q.query(
@@ -210,6 +230,8 @@ export async function releaseLeases(q: Queryable, owner: string): Promise<void> 
 /** An outbox row as operators see it (`latchkey outbox list`): never the payload, which may hold a code. */
 export interface OutboxListRow {
   id: string;
+  /** What the row is: a code's email, a notice, or a password-reset request ({@link OutboxKind}). */
+  kind: OutboxKind;
   status: OutboxStatus;
   recipient: string;
   attempts: number;
@@ -224,7 +246,7 @@ export interface OutboxListRow {
  */
 export async function listOutboxEmails(q: Queryable, f: { status?: OutboxStatus | undefined; limit: number }): Promise<OutboxListRow[]> {
   const { rows } = await q.query<OutboxListRow>(
-    `SELECT id, status, recipient, attempts, last_error, next_attempt_at, created_at FROM email_outbox
+    `SELECT id, kind, status, recipient, attempts, last_error, next_attempt_at, created_at FROM email_outbox
       WHERE $1::text IS NULL OR status = $1
       ORDER BY created_at DESC, id DESC
       LIMIT $2`,

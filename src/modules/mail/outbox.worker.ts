@@ -5,7 +5,7 @@ import type { Db, Queryable } from '../../db/db.js';
 import { createAuthMetrics, type AuthMetrics } from '../../metrics.js';
 import { passwordResetEmail, emailChangeEmail, passwordResetLink, securityNoticeEmail, verificationEmail } from './mail.templates.js';
 import { MailSendError, type MailTransport } from './mail.transport.js';
-import { cancelExpiredEmails, claimDueEmails, markCancelled, markFailed, markSent, releaseLeases, type ClaimedEmail } from './outbox.repo.js';
+import { cancelExpiredEmails, claimDueEmails, markCancelled, markFailed, markSent, markSuppressed, releaseLeases, type ClaimedEmail } from './outbox.repo.js';
 
 /** After this many failed attempts a row is dead (docs/decisions.md#email-outbox). */
 export const MAX_SEND_ATTEMPTS = 10;
@@ -26,6 +26,9 @@ export const POLL_INTERVAL_MS = 1_000;
  * timeouts (up to 40 s), beyond the 10 s the service gives itself to exit (src/serve.ts).
  */
 export const STOP_WAIT_MS = 3_000;
+
+/** `last_error` of a suppressed password-reset request, as `outbox list` shows it (docs/operations.md). */
+export const NO_ACCOUNT_REASON = 'no account has this address: nothing was sent';
 
 /**
  * Delay before retry number `attempt` (1-based): exponential with "equal jitter", i.e. a uniform
@@ -91,11 +94,12 @@ export interface OutboxWorkerDeps {
   /** PASSWORD_RESET_URL: reset emails also carry a link to it; undefined: the code only. */
   readonly passwordResetUrl?: string | undefined;
   /**
-   * The work of a `password_reset_request` row, inside the worker's transaction `tx` (which then
-   * marks the row sent): for a known address, issue the reset code and queue its email; for an
-   * unknown one, nothing. Undefined: such rows fail like a failed send (retried, then dead).
+   * The work of a `password_reset_request` row, inside the worker's transaction `tx`: for a known
+   * address, issue the reset code and queue its email, and resolve true (the row is then marked
+   * `sent`); for an unknown one, nothing, and resolve false (the row is marked `suppressed`).
+   * Undefined: such rows fail like a failed send (retried, then dead).
    */
-  readonly passwordResetRequest?: ((tx: Queryable, email: string) => Promise<void>) | undefined;
+  readonly passwordResetRequest?: ((tx: Queryable, email: string) => Promise<boolean>) | undefined;
 }
 
 /**
@@ -126,24 +130,30 @@ export function createOutboxWorker(deps: OutboxWorkerDeps): OutboxWorker {
   };
 
   /**
-   * A password-reset request: its work and the row's `sent` commit in one transaction, so a
+   * A password-reset request: its work and the row's outcome commit in one transaction, so a
    * crash or a database error leaves the row pending for a retry (never a half-done request).
+   * The outcome is `sent` when a code and its email were queued, `suppressed` when the address
+   * has no account (nothing was sent: `outbox list` must not say otherwise).
    * Logs the row id only, never the address or a code.
    */
   const handleResetRequest = async (row: ClaimedEmail): Promise<void> => {
+    let issued: boolean;
     try {
       const handler = deps.passwordResetRequest;
       if (handler === undefined) throw new Error('no handler for password-reset requests');
-      await db.transaction(async (tx) => {
-        await handler(tx, row.recipient);
-        if (!(await markSent(tx, row.id, owner, clock.now()))) throw new Error('lease lost');
+      issued = await db.transaction(async (tx) => {
+        const queued = await handler(tx, row.recipient);
+        const recorded = queued ? await markSent(tx, row.id, owner, clock.now()) : await markSuppressed(tx, row.id, owner, NO_ACCOUNT_REASON);
+        if (!recorded) throw new Error('lease lost');
+        return queued;
       });
     } catch (err) {
       await failed(row, err);
       return;
     }
     again = true;
-    log.info({ outboxId: row.id }, 'password-reset request done');
+    if (!issued) metrics.emailSuppressed('no_account');
+    log.info({ outboxId: row.id, outcome: issued ? 'sent' : 'suppressed' }, issued ? 'password-reset request done: code queued' : 'password-reset request done: no account, nothing sent');
   };
 
   const deliver = async (row: ClaimedEmail): Promise<void> => {

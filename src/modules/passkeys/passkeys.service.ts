@@ -13,6 +13,7 @@ import type { WebauthnSettings } from '../../config.js';
 import type { Db, Queryable } from '../../db/db.js';
 import { newRefreshToken, sha256 } from '../../crypto/secrets.js';
 import { AppError } from '../../errors.js';
+import { originRefusal } from './passkey-origin.js';
 import type { AuthMetrics } from '../../metrics.js';
 import { securityEvent } from '../audit/security-events.js';
 import { queueSecurityNotice, type NoticeClient, type SecurityNoticeKind } from '../mail/notices.js';
@@ -176,11 +177,11 @@ export function createPasskeysService(deps: PasskeysDeps): PasskeysService {
 
   const invalidRegistration = (message: string): AppError => new AppError('auth.passkeys.validation_failed', { message });
 
-  /** A refused passkey sign-in: counted, logged, and the 401 the caller answers. */
-  const refused = (reason: string, client: ClientContext, userId?: string): AppError => {
+  /** A refused passkey sign-in: counted, logged, and the 401 the caller answers (with `message` instead of the catalog's). */
+  const refused = (reason: string, client: ClientContext, userId?: string, message?: string): AppError => {
     metrics.passkeySignIn('invalid_response');
     securityEvent(log, 'passkey.sign_in_failed', { userId, ip: client.ip, reason });
-    return new AppError('auth.passkeys.invalid_response');
+    return new AppError('auth.passkeys.invalid_response', message === undefined ? {} : { message });
   };
 
   /** The assertion checked against the stored credential; the new counter and backup state, or undefined. */
@@ -210,6 +211,9 @@ export function createPasskeysService(deps: PasskeysDeps): PasskeysService {
    *   reason goes to the log.
    */
   const verifyRegistration = async (response: RegistrationResponseJSON, challenge: string, user: UserRow) => {
+    // An origin not configured is the usual setup mistake: the answer names it (docs/api.md#passkeys).
+    const wrongOrigin = originRefusal(response.response.clientDataJSON, rp.origins);
+    if (wrongOrigin !== undefined) throw invalidRegistration(`the registration response does not verify: ${wrongOrigin}`);
     let info;
     try {
       const result = await verifyRegistrationResponse({
@@ -379,6 +383,8 @@ export function createPasskeysService(deps: PasskeysDeps): PasskeysService {
       if (owner.webauthn_user_handle === null || response.response.userHandle !== Buffer.from(owner.webauthn_user_handle).toString('base64url')) {
         throw refused('user_handle_mismatch', client, owner.id);
       }
+      const wrongOrigin = originRefusal(response.response.clientDataJSON, rp.origins);
+      if (wrongOrigin !== undefined) throw refused('origin_not_allowed', client, owner.id, `The passkey response does not verify: ${wrongOrigin}`);
       const info = await verifyAssertion(response, challenge, owner);
       if (info === undefined) throw refused('assertion_not_verified', client, owner.id);
 

@@ -64,8 +64,10 @@ export interface PasswordResetService {
    * The work of a queued request, inside the outbox worker's transaction `tx`: for a known
    * address, issues the reset code and queues its email; for an unknown address, or a user
    * deleted meanwhile, nothing.
+   * @returns true when a code was issued and its email queued; false when nothing was (the
+   *   worker then marks the request `suppressed`, docs/operations.md).
    */
-  handleRequest(tx: Queryable, email: string): Promise<void>;
+  handleRequest(tx: Queryable, email: string): Promise<boolean>;
   /**
    * Sets a new password with a reset code. The code is checked first (under its row lock; a
    * wrong one counts one of its 5 tries), then the password policy (a refused password leaves
@@ -116,9 +118,10 @@ export function createPasswordResetService(deps: PasswordResetDeps): PasswordRes
 
     async handleRequest(tx, email) {
       const user = await findUserByEmail(tx, email);
-      if (user === undefined || user.email === null) return;
+      if (user === undefined || user.email === null) return false;
       const target = { id: user.id, username: user.username, email: user.email };
-      await codes.issue(tx, { purpose: 'password_reset', user: target, ttlSeconds: codeTtlSeconds });
+      // False when the user was deleted since the lookup: nothing was queued either.
+      return codes.issue(tx, { purpose: 'password_reset', user: target, ttlSeconds: codeTtlSeconds });
     },
 
     async confirm(input, client) {

@@ -124,14 +124,14 @@ export async function purgeExpiredWebauthnChallenges(q: Queryable, before: Date,
 }
 
 /**
- * Deletes up to `limit` sent or cancelled outbox rows queued before `before` (index
- * `email_outbox_finished_idx`). A row is finished at most one code lifetime after it was
+ * Deletes up to `limit` sent, suppressed or cancelled outbox rows queued before `before` (index
+ * `email_outbox_ended_idx`, migration 011). A row is finished at most one code lifetime after it was
  * queued (the worker cancels a row whose code expired), so its queueing time stands for its end.
  * @returns how many rows were deleted.
  */
 export async function purgeFinishedEmails(q: Queryable, before: Date, limit: number): Promise<number> {
   const { rowCount } = await q.query(
-    batchedDeleteSql('email_outbox', { where: "status IN ('sent', 'cancelled')", ended: 'created_at' }),
+    batchedDeleteSql('email_outbox', { where: "status IN ('sent', 'suppressed', 'cancelled')", ended: 'created_at' }),
     [before, limit],
   );
   return rowCount;
