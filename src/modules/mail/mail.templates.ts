@@ -183,7 +183,7 @@ const UNPRINTABLE = /[\p{Cc}\p{Cf}\p{Zl}\p{Zp}]/gu;
 /**
  * Text that a requester chose (a User-Agent header, a passkey name) as a security notice prints
  * it: the characters of {@link UNPRINTABLE} dropped, `.`, `:` and `@` bracketed (`[.]`), so no
- * mail client turns `https://evil.example/x` or `a@b.example` into a link, cut to `maxLength`
+ * mail client turns a web address (`evil[.]example/x`) or an email address into a link, cut to `maxLength`
  * characters (with `…`), and in double quotes (a `"` inside becomes `'`, so it cannot end the
  * quotation early), so it reads as a quotation and never as the service's own words. OWASP ASVS 5.0 V1.2 (output encoding for the context it goes into).
  * @param maxLength longest text kept, in characters (code points), before bracketing.

@@ -125,7 +125,7 @@ export async function purgeExpiredWebauthnChallenges(q: Queryable, before: Date,
 
 /**
  * Deletes up to `limit` sent, suppressed or cancelled outbox rows queued before `before` (index
- * `email_outbox_ended_idx`, migration 011). A row is finished at most one code lifetime after it was
+ * `email_outbox_ended_idx`, migration 012). A row is finished at most one code lifetime after it was
  * queued (the worker cancels a row whose code expired), so its queueing time stands for its end.
  * @returns how many rows were deleted.
  */
