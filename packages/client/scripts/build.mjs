@@ -9,18 +9,17 @@
 // esbuild), found in the checkout's node_modules: a folder install or pack of a checkout where
 // `npm ci` has not run stops with a message saying so.
 //
-// The files are built in a folder beside dist/ and renamed into place one by one, so a process
-// reading dist/ while a build runs (a test, a bundler in watch mode) reads either the old file or
-// the new one, never a half-written one; files an earlier build wrote and this one does not are
-// removed.
+// The files are built beside dist/ and renamed into place (scripts/build-into-place.mjs), so a
+// process reading dist/ while a build runs (a test, a bundler in watch mode) never reads a
+// half-written file.
 import { spawnSync } from 'node:child_process';
-import { mkdirSync, readdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
+import { buildIntoPlace } from '../../../scripts/build-into-place.mjs';
 import { CLIENT_DIR, oneFileOptions, STANDALONE_FILE } from './esbuild-options.mjs';
 
 const require = createRequire(import.meta.url);
-const dist = path.join(CLIENT_DIR, 'dist');
 
 /** The path of a development dependency, or a clear stop when the checkout has none installed. */
 function tool(request) {
@@ -38,18 +37,9 @@ function tool(request) {
 const tsc = tool('typescript/bin/tsc');
 const { build } = await import(tool('esbuild'));
 
-const staging = path.join(CLIENT_DIR, `.dist-${process.pid}`);
-rmSync(staging, { recursive: true, force: true });
-try {
+await buildIntoPlace(CLIENT_DIR, async (staging) => {
   const compiled = spawnSync(process.execPath, [tsc, '-p', path.join(CLIENT_DIR, 'tsconfig.build.json'), '--outDir', staging], { stdio: 'inherit' });
   if (compiled.status !== 0) process.exit(compiled.status ?? 1);
   const standalone = await build(oneFileOptions('esm'));
   writeFileSync(path.join(staging, STANDALONE_FILE), standalone.outputFiles[0].contents);
-
-  mkdirSync(dist, { recursive: true });
-  const built = new Set(readdirSync(staging));
-  for (const name of built) renameSync(path.join(staging, name), path.join(dist, name));
-  for (const name of readdirSync(dist)) if (!built.has(name)) rmSync(path.join(dist, name), { recursive: true, force: true });
-} finally {
-  rmSync(staging, { recursive: true, force: true });
-}
+});

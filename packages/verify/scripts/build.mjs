@@ -7,18 +7,15 @@
 // the checkout's node_modules: a folder install or pack of a checkout where `npm ci` has not run
 // stops with a message saying so.
 //
-// The files are built in a folder beside dist/ and renamed into place one by one, so a process
-// reading dist/ while a build runs reads either the old file or the new one, never a
-// half-written one; files an earlier build wrote and this one does not are removed.
+// The files are built beside dist/ and renamed into place (scripts/build-into-place.mjs).
 import { spawnSync } from 'node:child_process';
-import { mkdirSync, readdirSync, renameSync, rmSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { buildIntoPlace } from '../../../scripts/build-into-place.mjs';
 
 const require = createRequire(import.meta.url);
 const dir = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
-const dist = path.join(dir, 'dist');
 
 let tsc;
 try {
@@ -31,15 +28,7 @@ try {
   process.exit(1);
 }
 
-const staging = path.join(dir, `.dist-${process.pid}`);
-rmSync(staging, { recursive: true, force: true });
-try {
+await buildIntoPlace(dir, (staging) => {
   const compiled = spawnSync(process.execPath, [tsc, '-p', path.join(dir, 'tsconfig.build.json'), '--outDir', staging], { stdio: 'inherit' });
   if (compiled.status !== 0) process.exit(compiled.status ?? 1);
-  mkdirSync(dist, { recursive: true });
-  const built = new Set(readdirSync(staging));
-  for (const name of built) renameSync(path.join(staging, name), path.join(dist, name));
-  for (const name of readdirSync(dist)) if (!built.has(name)) rmSync(path.join(dist, name), { recursive: true, force: true });
-} finally {
-  rmSync(staging, { recursive: true, force: true });
-}
+});
