@@ -41,6 +41,12 @@ export interface Config {
   /** `postgres://` URL; undefined selects the embedded PGlite database in `dataDir`. */
   readonly databaseUrl: string | undefined;
   readonly databasePoolMax: number;
+  /**
+   * DATABASE_POOL_MODE: `session` (default: a direct connection, or a pooler in session mode) or
+   * `transaction` (behind PgBouncer in transaction mode: no start-up parameters, no named
+   * prepared statements; docs/operations.md, "Behind a connection pooler").
+   */
+  readonly databasePoolMode: DatabasePoolMode;
   readonly dataDir: string;
   readonly migrateOnStart: boolean;
   readonly jwt: {
@@ -276,6 +282,10 @@ export class ConfigError extends Error {
 /** Settings whose value may instead be read from the file named by `<NAME>_FILE` (Docker/Kubernetes secrets). */
 const FILE_BACKED = ['DATABASE_URL', 'SMTP_USERNAME', 'SMTP_PASSWORD'] as const;
 
+/** What the connections of DATABASE_URL are (see {@link Config.databasePoolMode}). */
+export type DatabasePoolMode = 'session' | 'transaction';
+const DATABASE_POOL_MODES: readonly DatabasePoolMode[] = ['session', 'transaction'];
+
 const LOG_LEVELS: readonly LogLevel[] = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
 
 /**
@@ -370,6 +380,8 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>>): C
     }
   }
 
+  const databasePoolMode = (str('DATABASE_POOL_MODE') ?? 'session') as DatabasePoolMode;
+  if (!DATABASE_POOL_MODES.includes(databasePoolMode)) problems.push(`DATABASE_POOL_MODE: expected one of ${DATABASE_POOL_MODES.join(', ')}, got "${databasePoolMode}"`);
   const logLevel = (str('LOG_LEVEL') ?? 'info') as LogLevel;
   if (!LOG_LEVELS.includes(logLevel)) problems.push(`LOG_LEVEL: expected one of ${LOG_LEVELS.join(', ')}, got "${logLevel}"`);
 
@@ -444,6 +456,7 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>>): C
     metricsPort,
     databaseUrl,
     databasePoolMax: int('DATABASE_POOL_MAX', DEFAULT_POOL_MAX, 1, MAX_POOL),
+    databasePoolMode,
     dataDir: path.resolve(str('DATA_DIR') ?? './data'),
     migrateOnStart: bool('MIGRATE_ON_START', true),
     jwt: {

@@ -43,29 +43,29 @@ function postgrator(conn: { query: Db['query']; exec: Db['exec'] }): Postgrator 
 
 /**
  * Applies every pending forward-only migration from `migrations/` in one transaction, holding
- * a PostgreSQL advisory lock so that several instances starting at once migrate one after the
- * other. Migrations must therefore be transactional (no `CREATE INDEX CONCURRENTLY`).
+ * a transaction-scoped PostgreSQL advisory lock (`pg_advisory_xact_lock`) so that several
+ * instances starting at once migrate one after the other, directly or behind a pooler in
+ * transaction mode (a session-level lock would be granted to any client of the pooler's server
+ * session). Migrations must therefore be transactional (no `CREATE INDEX CONCURRENTLY`). The
+ * transaction has no statement timeout (`SET LOCAL`, which ends with it).
  *
  * @returns the versions applied by this call (empty when the schema was current).
  * @throws the failing migration's database error; nothing of this call stays applied.
  */
 export async function migrate(db: Db): Promise<number[]> {
   return db.withConnection(async (conn) => {
-    await conn.query('SELECT pg_advisory_lock($1)', [MIGRATION_LOCK_KEY]);
+    // All pending migrations and postgrator's version rows commit together or not at all
+    // (PostgreSQL DDL is transactional), so a crash never leaves a script applied but unrecorded.
+    await conn.exec('BEGIN');
     try {
-      // All pending migrations and postgrator's version rows commit together or not at all
-      // (PostgreSQL DDL is transactional), so a crash never leaves a script applied but unrecorded.
-      await conn.exec('BEGIN');
-      try {
-        const applied = await postgrator(conn).migrate();
-        await conn.exec('COMMIT');
-        return applied.map((m) => m.version);
-      } catch (err) {
-        await conn.exec('ROLLBACK');
-        throw err;
-      }
-    } finally {
-      await conn.query('SELECT pg_advisory_unlock($1)', [MIGRATION_LOCK_KEY]);
+      await conn.exec('SET LOCAL statement_timeout = 0');
+      await conn.query('SELECT pg_advisory_xact_lock($1)', [MIGRATION_LOCK_KEY]);
+      const applied = await postgrator(conn).migrate();
+      await conn.exec('COMMIT');
+      return applied.map((m) => m.version);
+    } catch (err) {
+      await conn.exec('ROLLBACK');
+      throw err;
     }
   });
 }

@@ -30,11 +30,11 @@ const PG_VERSION_FILE = 'PG_VERSION';
  *   error when it cannot open the directory (the lock is released again).
  */
 export async function openDatabase(
-  config: Pick<Config, 'databaseUrl' | 'databasePoolMax' | 'dataDir'>,
+  config: Pick<Config, 'databaseUrl' | 'databasePoolMax' | 'databasePoolMode' | 'dataDir'>,
   command = 'serve',
   log?: Pick<FastifyBaseLogger, 'info'>,
 ): Promise<Db> {
-  if (config.databaseUrl !== undefined) return openPostgres({ url: config.databaseUrl, poolMax: config.databasePoolMax });
+  if (config.databaseUrl !== undefined) return openPostgres({ url: config.databaseUrl, poolMax: config.databasePoolMax, poolMode: config.databasePoolMode });
   const lock = lockDataDir(config.dataDir, command);
   const dir = path.join(config.dataDir, PGLITE_SUBDIR);
   if (log !== undefined) {

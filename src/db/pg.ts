@@ -9,6 +9,17 @@ export interface PostgresOptions {
   readonly poolMax: number;
   /** How long to wait for a connection before failing, in milliseconds (keeps outages fast). */
   readonly connectionTimeoutMillis?: number;
+  /**
+   * `session` (default): each connection is one PostgreSQL session, so the start-up parameters
+   * ({@link STATEMENT_TIMEOUT_MS}, {@link IDLE_IN_TRANSACTION_TIMEOUT_MS}) and named prepared
+   * statements hold. `transaction`: behind PgBouncer in transaction mode, where consecutive
+   * statements of one connection may run on different server sessions: no start-up parameters
+   * (PgBouncer refuses them; set the timeouts on the database role instead, docs/operations.md)
+   * and every statement unnamed (a named one would be missing, or already exist, on the next
+   * server session). Nothing else of the service needs a session: its locks are row locks and
+   * transaction-scoped advisory locks, and it never uses `LISTEN` or a session `SET`.
+   */
+  readonly poolMode?: 'session' | 'transaction';
 }
 
 /**
@@ -23,8 +34,8 @@ export const DEFAULT_CONNECTION_TIMEOUT_MS = 5_000;
  * including its wait for a row lock, after this long (SQLSTATE 57014, answered 503). Every
  * statement of a request is an indexed single-row or small-batch operation that takes
  * milliseconds; one still running after 5 s is stuck behind a lock or an overloaded server, and
- * the caller is better answered than held. Lifted inside {@link Db.withConnection} (migrations
- * and their advisory lock may legitimately take longer).
+ * the caller is better answered than held. Lifted for the migrations' transaction only
+ * (`SET LOCAL`, src/db/migrate.ts: they and their advisory lock may legitimately take longer).
  */
 export const STATEMENT_TIMEOUT_MS = 5_000;
 
@@ -92,17 +103,17 @@ function wrap(client: pg.Pool | pg.PoolClient, options: { queryTimeoutMs: number
  * The pool connects lazily; a failed connection rejects the query that needed it.
  */
 export function openPostgres(options: PostgresOptions): Db {
+  const sessions = (options.poolMode ?? 'session') === 'session';
   const pool = new pg.Pool({
     connectionString: options.url,
     max: options.poolMax,
     connectionTimeoutMillis: options.connectionTimeoutMillis ?? DEFAULT_CONNECTION_TIMEOUT_MS,
-    statement_timeout: STATEMENT_TIMEOUT_MS,
-    idle_in_transaction_session_timeout: IDLE_IN_TRANSACTION_TIMEOUT_MS,
+    ...(sessions ? { statement_timeout: STATEMENT_TIMEOUT_MS, idle_in_transaction_session_timeout: IDLE_IN_TRANSACTION_TIMEOUT_MS } : {}),
   });
   // An idle client that loses its connection emits 'error' on the pool; without a listener
   // that would crash the process. The next query simply gets a fresh connection.
   pool.on('error', () => {});
-  const timed = { queryTimeoutMs: QUERY_TIMEOUT_MS, prepare: true };
+  const timed = { queryTimeoutMs: QUERY_TIMEOUT_MS, prepare: sessions };
   const root = wrap(pool, timed);
   /**
    * Checks a connection out of the pool for several statements. A checked-out pg client has no
@@ -159,21 +170,18 @@ export function openPostgres(options: PostgresOptions): Db {
       await pool.query(sql);
     },
     async withConnection(fn) {
+      // No client-side query timeout: migrations may run long and wait for another instance's
+      // lock (they lift the server's statement_timeout for their transaction, src/db/migrate.ts).
       const conn = await checkout();
       const { client } = conn;
       try {
-        // Migrations may run long and wait for another instance's advisory lock: no statement
-        // timeout on this connection until it goes back to the pool (RESET restores the
-        // connection's start-up value, STATEMENT_TIMEOUT_MS).
-        await client.query('SET statement_timeout = 0');
         const q = wrap(client, { queryTimeoutMs: undefined, prepare: false });
         return await fn({ query: q.query, exec: async (sql: string) => void (await client.query(sql)) });
+      } catch (err) {
+        // A failure mid-transaction may leave the connection inside it: never pool it again.
+        conn.markBroken();
+        throw err;
       } finally {
-        try {
-          await client.query('RESET statement_timeout');
-        } catch {
-          conn.markBroken();
-        }
         conn.release();
       }
     },

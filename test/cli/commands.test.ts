@@ -14,6 +14,7 @@ import { enqueueEmail } from '../../src/modules/mail/outbox.repo.js';
 import { MAX_SEND_ATTEMPTS } from '../../src/modules/mail/outbox.worker.js';
 import { runSessionsCommand } from '../../src/modules/sessions/sessions.cli.js';
 import { createTestContext, type TestContext } from '../helpers/context.js';
+import { testPoolMode } from '../helpers/database.js';
 import { createVerifiedUser, postJson, refresh, signIn, signUp, uniqueName, withBearer } from '../helpers/flows.js';
 
 /** What a command printed and returned. */
@@ -70,7 +71,7 @@ async function emptyDatabase(): Promise<{ db: Db; drop: () => Promise<void> }> {
   await admin.end();
   const url = new URL(adminUrl);
   url.pathname = `/${name}`;
-  const db = openPostgres({ url: url.toString(), poolMax: 2 });
+  const db = openPostgres({ url: url.toString(), poolMax: 2, poolMode: testPoolMode() });
   return {
     db,
     async drop() {

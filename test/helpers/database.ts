@@ -14,6 +14,15 @@ export interface TestDatabase {
 }
 
 /**
+ * The pool mode of the test connections: TEST_DATABASE_POOL_MODE, `transaction` when
+ * TEST_DATABASE_URL names PgBouncer in transaction mode (`.ci/run` runs the PostgreSQL project
+ * that way too); `session` otherwise.
+ */
+export function testPoolMode(): 'session' | 'transaction' {
+  return process.env.TEST_DATABASE_POOL_MODE === 'transaction' ? 'transaction' : 'session';
+}
+
+/**
  * Creates a fresh database: in-memory PGlite when TEST_DB is unset or `pglite`; a new database
  * on the TEST_DATABASE_URL server when TEST_DB is `postgres` (dropped afterwards).
  */
@@ -32,7 +41,7 @@ export async function createTestDatabase(): Promise<TestDatabase> {
   await admin.end();
   const url = new URL(adminUrl);
   url.pathname = `/${name}`;
-  const db = openPostgres({ url: url.toString(), poolMax: 10 });
+  const db = openPostgres({ url: url.toString(), poolMax: 10, poolMode: testPoolMode() });
   await migrate(db);
   return {
     db,

@@ -6,7 +6,7 @@ import type { Db } from '../../src/db/db.js';
 import { openPostgres } from '../../src/db/pg.js';
 import { TestClock } from '../helpers/clock.js';
 import type { TestContext } from '../helpers/context.js';
-import { createTestDatabase, type TestDatabase } from '../helpers/database.js';
+import { createTestDatabase, testPoolMode, type TestDatabase } from '../helpers/database.js';
 import { createVerifiedUser, postJson, refresh, refreshCookieOf, signIn, signUp, withBearer } from '../helpers/flows.js';
 import { codeNow, enrolled, nextStep, passwordStep, secondStep } from '../helpers/mfa.js';
 import { startSmtpServer, type TestSmtpServer } from '../helpers/smtp.js';
@@ -40,8 +40,8 @@ describe.runIf(ON_POSTGRES)('two instances on one PostgreSQL (PostgreSQL only: P
     database = await createTestDatabase();
     dataDir = mkdtempSync(path.join(tmpdir(), 'auth-two-'));
     smtp = await startSmtpServer();
-    dbA = openPostgres({ url: database.url!, poolMax: 5 });
-    dbB = openPostgres({ url: database.url!, poolMax: 5 });
+    dbA = openPostgres({ url: database.url!, poolMax: 5, poolMode: testPoolMode() });
+    dbB = openPostgres({ url: database.url!, poolMax: 5, poolMode: testPoolMode() });
     // One clock: instances on synchronised hosts.
     const clock = new TestClock();
     const shared = { database, smtp, dataDir, clock, startOutboxWorker: true, env: { RATE_LIMIT_SIGN_IN_PER_IDENTIFIER: String(SIGN_IN_LIMIT) } };

@@ -2,6 +2,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { connect } from 'node:net';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { testPoolMode } from '../../helpers/database.js';
 
 /** The built entry point `npm start` runs (test/reliability/global-setup.ts builds it). */
 export const MAIN_JS = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../../dist/service/main.js');
@@ -36,7 +37,15 @@ export interface ServiceProcess {
  */
 export async function startService(env: Record<string, string>): Promise<ServiceProcess> {
   const child = spawn(process.execPath, [MAIN_JS], {
-    env: { PATH: process.env.PATH ?? '', HOST: '127.0.0.1', PORT: '0', LOG_LEVEL: 'info', ...env },
+    env: {
+      PATH: process.env.PATH ?? '',
+      HOST: '127.0.0.1',
+      PORT: '0',
+      LOG_LEVEL: 'info',
+      // Behind PgBouncer in transaction mode when the suite runs there (test/helpers/database.ts).
+      ...(env.DATABASE_URL === undefined ? {} : { DATABASE_POOL_MODE: testPoolMode() }),
+      ...env,
+    },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   const logs: Record<string, unknown>[] = [];
