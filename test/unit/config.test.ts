@@ -52,6 +52,12 @@ describe('loadConfig (README "Configuration")', () => {
     expect(c.databaseUrl).toBe('postgres://u@h/db');
   });
 
+  it('reads DATABASE_POOL_MODE: session by default, transaction behind PgBouncer, anything else reported', () => {
+    expect(loadConfig({}).databasePoolMode).toBe('session');
+    expect(loadConfig({ DATABASE_POOL_MODE: 'transaction' }).databasePoolMode).toBe('transaction');
+    expect(() => loadConfig({ DATABASE_POOL_MODE: 'statement' })).toThrow(/DATABASE_POOL_MODE: expected one of session, transaction, got "statement"/);
+  });
+
   it('reports every bad setting at once', () => {
     let error: unknown;
     try {
