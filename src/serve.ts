@@ -130,7 +130,7 @@ function schemaMessage(schema: PreparedSchema): string {
  * for their origin (docs/api.md#passkeys). Undefined when the demo page is off or an origin is
  * on `port` (an origin without a port is on 443 for https and 80 for http, RFC 6454 §4).
  */
-export function demoPageOriginWarning(config: Pick<Config, 'demoPage' | 'webauthn'>, port: number): string | undefined {
+export function demoPageOriginWarning(config: Pick<Config, 'demoPage' | 'webauthn' | 'port'>, port: number): string | undefined {
   if (!config.demoPage) return undefined;
   const onPort = config.webauthn.origins.some((origin) => {
     const url = new URL(origin);
@@ -140,7 +140,9 @@ export function demoPageOriginWarning(config: Pick<Config, 'demoPage' | 'webauth
   return (
     `DEMO_PAGE=true, but WEBAUTHN_ORIGINS (${config.webauthn.origins.join(', ')}) names no origin on port ${port}: ` +
     `passkeys on the demo page at http://localhost:${port}/auth/v0/demo will be refused for their origin. ` +
-    `Add http://localhost:${port} to WEBAUTHN_ORIGINS, or leave it unset (it then follows PORT).`
+    (config.port === 0
+      ? `PORT=0 picks a new port at every start: give PORT a fixed value (the default WEBAUTHN_ORIGINS follows it), or add http://localhost:${port} to WEBAUTHN_ORIGINS.`
+      : `Add http://localhost:${port} to WEBAUTHN_ORIGINS, or leave it unset (it then follows PORT).`)
   );
 }
 

@@ -1,7 +1,7 @@
 /**
  * dist/latchkey-client.min.js, the self-contained ES module of @latchkey/client for a page
  * without a bundler (packages/client/README.md, "Without a bundler"): built by the package's
- * own build (the `prepare` that `npm ci`, `npm pack` and a folder install run), within its gzip
+ * own build (its `prepack`, and the root `prepare` that `npm ci` runs), within its gzip
  * budget, with nothing left to import by bare name, and working in Chromium when a page loads
  * it from a served URL with `<script type="module">` against a real service: a password
  * sign-in, and the passkey ceremonies of the inlined @simplewebauthn/browser.
@@ -28,7 +28,7 @@ describe('@latchkey/client without a bundler: dist/latchkey-client.min.js', () =
   let file: Buffer;
 
   beforeAll(() => {
-    // The package's build, as `npm run build -w @latchkey/client` and its `prepare` run it.
+    // The package's build, as `npm run build -w @latchkey/client` and `npm pack` (prepack) run it.
     execFileSync(process.execPath, [path.join(CLIENT, 'scripts', 'build.mjs')], { cwd: CLIENT, stdio: 'pipe' });
     file = readFileSync(STANDALONE);
   }, 120_000);

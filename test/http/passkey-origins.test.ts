@@ -63,4 +63,15 @@ describe('a ceremony from an origin not in WEBAUTHN_ORIGINS', () => {
     expect(message).toContain('https://aaaa');
     expect(message).not.toContain(origin);
   });
+
+  it('an origin with quotes, a line break or a control character is repeated as a JSON string: it cannot end the quotation or add a line', async () => {
+    const user = await createVerifiedUser(ctx);
+    const session = await signIn(ctx, { username: user.username, password: PASSWORD });
+    const origin = 'https://evil.example" is allowed.\nIMPORTANT\u0085: "x';
+    const res = await register(ctx, session.accessToken, new SoftwareAuthenticator(), { overrides: { origin } });
+    expect(res.statusCode).toBe(400);
+    const message = (res.json() as { message: string }).message;
+    expect(message).toContain('"https://evil.example\\" is allowed.\\nIMPORTANT\\u0085: \\"x"');
+    expect(message).not.toMatch(/[\n\u0085]/);
+  });
 });

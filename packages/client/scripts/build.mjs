@@ -3,9 +3,9 @@
 // bundler, and dist/latchkey-client.min.js (esbuild), one self-contained ES module with
 // @simplewebauthn/browser inlined, for a page without a bundler (README.md, "Without a bundler").
 //
-// Run by `npm run build`, and by npm itself as `prepare`: on `npm ci` / `npm install` in the
-// Latchkey checkout, on `npm pack`, and on `npm install <this folder>` from another project
-// (README.md, "Install"). It needs the checkout's development dependencies (typescript,
+// Run by `npm run build`, by npm itself as `prepack` (`npm pack`), and by the checkout's root
+// `prepare`, which `npm ci` runs, so that a folder install (`npm install <this folder>`, which
+// runs no script of the package) finds dist/ built (README.md, "Install"). It needs the checkout's development dependencies (typescript,
 // esbuild), found in the checkout's node_modules: a folder install or pack of a checkout where
 // `npm ci` has not run stops with a message saying so.
 //
@@ -39,7 +39,7 @@ const { build } = await import(tool('esbuild'));
 
 await buildIntoPlace(CLIENT_DIR, async (staging) => {
   const compiled = spawnSync(process.execPath, [tsc, '-p', path.join(CLIENT_DIR, 'tsconfig.build.json'), '--outDir', staging], { stdio: 'inherit' });
-  if (compiled.status !== 0) process.exit(compiled.status ?? 1);
+  if (compiled.status !== 0) throw new Error(`tsc failed (exit ${compiled.status ?? 'signal'})`);
   const standalone = await build(oneFileOptions('esm'));
   writeFileSync(path.join(staging, STANDALONE_FILE), standalone.outputFiles[0].contents);
 });

@@ -1,9 +1,9 @@
 #!/usr/bin/env node
 // Builds @latchkey/verify into dist/: ES modules and type declarations (tsc).
 //
-// Run by `npm run build`, and by npm itself as `prepare`: on `npm ci` / `npm install` in the
-// Latchkey checkout, on `npm pack`, and on `npm install <this folder>` from another project
-// (README.md, "Install"). It needs the checkout's development dependencies (typescript), found in
+// Run by `npm run build`, by npm itself as `prepack` (`npm pack`), and by the checkout's root
+// `prepare`, which `npm ci` runs, so that a folder install (`npm install <this folder>`, which
+// runs no script of the package) finds dist/ built (README.md, "Install"). It needs the checkout's development dependencies (typescript), found in
 // the checkout's node_modules: a folder install or pack of a checkout where `npm ci` has not run
 // stops with a message saying so.
 //
@@ -30,5 +30,5 @@ try {
 
 await buildIntoPlace(dir, (staging) => {
   const compiled = spawnSync(process.execPath, [tsc, '-p', path.join(dir, 'tsconfig.build.json'), '--outDir', staging], { stdio: 'inherit' });
-  if (compiled.status !== 0) process.exit(compiled.status ?? 1);
+  if (compiled.status !== 0) throw new Error(`tsc failed (exit ${compiled.status ?? 'signal'})`);
 });

@@ -8,20 +8,25 @@
 /** Longest origin repeated in a message, in characters: any real origin fits; a forged one is cut short. */
 const MAX_SHOWN_ORIGIN_LENGTH = 100;
 
-/** The `origin` member of a response's clientDataJSON (base64url JSON), or undefined when it cannot be read. */
-function originOf(clientDataJson: string): string | undefined {
+/**
+ * The members of a response's clientDataJSON (base64url JSON, W3C WebAuthn Level 3 §5.8.1) that
+ * the service reads before the library verifies it: `challenge` (to find the stored one) and
+ * `origin`; each undefined when it cannot be read or is not a non-empty string.
+ */
+export function clientDataOf(clientDataJson: string): { challenge: string | undefined; origin: string | undefined } {
   try {
-    const parsed: unknown = JSON.parse(Buffer.from(clientDataJson, 'base64url').toString('utf8'));
-    const origin = (parsed as { origin?: unknown } | null)?.origin;
-    return typeof origin === 'string' ? origin : undefined;
+    const parsed = JSON.parse(Buffer.from(clientDataJson, 'base64url').toString('utf8')) as { challenge?: unknown; origin?: unknown } | null;
+    const text = (v: unknown): string | undefined => (typeof v === 'string' && v !== '' ? v : undefined);
+    return { challenge: text(parsed?.challenge), origin: text(parsed?.origin) };
   } catch {
-    return undefined;
+    return { challenge: undefined, origin: undefined };
   }
 }
 
 /**
  * Why a ceremony's response is refused for its origin: a sentence naming the origin the
- * browser signed (as a JSON string, cut to {@link MAX_SHOWN_ORIGIN_LENGTH} characters) and the
+ * browser signed (as a JSON string with every control, format and line-separator character
+ * escaped, cut to {@link MAX_SHOWN_ORIGIN_LENGTH} characters) and the
  * allowed ones (WEBAUTHN_ORIGINS); undefined when the origin is allowed, or cannot be read (the
  * library then refuses the response for what it is).
  *
@@ -29,9 +34,12 @@ function originOf(clientDataJson: string): string | undefined {
  * @param allowed the configured origins, exact (`https://app.example.com`).
  */
 export function originRefusal(clientDataJson: string, allowed: readonly string[]): string | undefined {
-  const origin = originOf(clientDataJson);
+  const { origin } = clientDataOf(clientDataJson);
   if (origin === undefined || allowed.includes(origin)) return undefined;
   const chars = Array.from(origin);
   const shown = chars.length > MAX_SHOWN_ORIGIN_LENGTH ? `${chars.slice(0, MAX_SHOWN_ORIGIN_LENGTH).join('')}…` : origin;
-  return `the browser signed the response on origin ${JSON.stringify(shown)}, which is not one of WEBAUTHN_ORIGINS (${allowed.join(', ')}).`;
+  // JSON.stringify escapes quotes and C0 controls; C1 controls (U+0085), format characters and
+  // U+2028/U+2029 are escaped too, so the origin cannot add a line or hide text in the message.
+  const quoted = JSON.stringify(shown).replace(/[\p{Cc}\p{Cf}\p{Zl}\p{Zp}]/gu, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
+  return `the browser signed the response on origin ${quoted}, which is not one of WEBAUTHN_ORIGINS (${allowed.join(', ')}).`;
 }

@@ -13,7 +13,7 @@ import type { WebauthnSettings } from '../../config.js';
 import type { Db, Queryable } from '../../db/db.js';
 import { newRefreshToken, sha256 } from '../../crypto/secrets.js';
 import { AppError } from '../../errors.js';
-import { originRefusal } from './passkey-origin.js';
+import { clientDataOf, originRefusal } from './passkey-origin.js';
 import type { AuthMetrics } from '../../metrics.js';
 import { securityEvent } from '../audit/security-events.js';
 import { queueSecurityNotice, type NoticeClient, type SecurityNoticeKind } from '../mail/notices.js';
@@ -140,17 +140,6 @@ export interface PasskeysService {
   signIn(cookie: string | undefined, response: AuthenticationResponseJSON, client: ClientContext): Promise<IssuedTokens & { user: UserRow }>;
 }
 
-/** The `challenge` member of a response's clientDataJSON, or undefined when it cannot be read. */
-function challengeOf(clientDataJson: string): string | undefined {
-  try {
-    const parsed: unknown = JSON.parse(Buffer.from(clientDataJson, 'base64url').toString('utf8'));
-    const challenge = (parsed as { challenge?: unknown } | null)?.challenge;
-    return typeof challenge === 'string' && challenge !== '' ? challenge : undefined;
-  } catch {
-    return undefined;
-  }
-}
-
 /** A blank name is no name. */
 const nameOrNull = (name: string | null | undefined): string | null => (name === undefined || name === null || name.trim() === '' ? null : name.trim());
 
@@ -271,7 +260,7 @@ export function createPasskeysService(deps: PasskeysDeps): PasskeysService {
     },
 
     async register(user, input, client) {
-      const challenge = challengeOf(input.response.response.clientDataJSON);
+      const { challenge } = clientDataOf(input.response.response.clientDataJSON);
       if (challenge === undefined || !(await takeRegistrationChallenge(db, { userId: user.id, challenge, now: clock.now() }))) {
         throw invalidRegistration('the registration challenge is unknown, used or expired: ask for new registration options.');
       }
