@@ -41,7 +41,8 @@ export async function serve(env: Readonly<Record<string, string | undefined>> = 
   // migrating, generating keys: some seconds) is told as it happens, then the app's log.
   const log = createLogger(config.logLevel);
   if (config.databaseUrl !== undefined) {
-    log.info({ database: 'postgres', server: postgresLocation(config.databaseUrl) }, `using PostgreSQL at ${postgresLocation(config.databaseUrl)}`);
+    const server = postgresLocation(config.databaseUrl);
+    log.info({ database: 'postgres', server }, `using PostgreSQL at ${server}`);
   }
   const opening = performance.now();
   // On PGlite, this takes DATA_DIR's lock first: a second process is refused here

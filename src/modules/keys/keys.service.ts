@@ -174,12 +174,9 @@ async function toVerificationKey(key: KeyObject): Promise<{ vk: VerificationKey;
  * the file (where, and which setting would have named one instead): a first start says what it
  * did. Never the key itself.
  */
-function generatedKey(sources: KeySources, name: string, setting: string, generate?: () => string): string {
-  const { text, file, created } = loadOrCreateGeneratedKey(sources.dataDir, name, generate);
-  if (created) {
-    const what = name === GENERATED_KEY_FILE ? 'signing key (RSA)' : 'second-factor key';
-    sources.log?.info({ file }, `generated a ${what} into ${file} (${setting} is unset)`);
-  }
+function generatedKey(sources: KeySources, key: { name: string; what: string; setting: string; generate?: () => string }): string {
+  const { text, file, created } = loadOrCreateGeneratedKey(sources.dataDir, key.name, key.generate);
+  if (created) sources.log?.info({ file }, `generated a ${key.what} into ${file} (${key.setting} is unset)`);
   return text;
 }
 
@@ -190,7 +187,7 @@ function generatedKey(sources: KeySources, name: string, setting: string, genera
  * @throws Error naming the file when a key cannot be read or is not RSA-2048 or larger.
  */
 export async function loadKeyStore(sources: KeySources): Promise<KeyStore> {
-  const privatePem = sources.privateKeyFile === undefined ? generatedKey(sources, GENERATED_KEY_FILE, 'JWT_PRIVATE_KEY_FILE') : readFileSync(sources.privateKeyFile, 'utf8');
+  const privatePem = sources.privateKeyFile === undefined ? generatedKey(sources, { name: GENERATED_KEY_FILE, what: 'signing key (RSA)', setting: 'JWT_PRIVATE_KEY_FILE' }) : readFileSync(sources.privateKeyFile, 'utf8');
   const privateKey = createPrivateKey(privatePem);
   assertRsa(privateKey, sources.privateKeyFile ?? GENERATED_KEY_FILE);
   const active = await toVerificationKey(createPublicKey(privateKey));
@@ -209,7 +206,7 @@ export async function loadKeyStore(sources: KeySources): Promise<KeyStore> {
   // 32 random bytes, base64url, when no MFA_KEY_FILE is given (the file's bytes are the HKDF source).
   const mfaKeySource =
     sources.mfaKeyFile === undefined
-      ? Buffer.from(generatedKey(sources, GENERATED_MFA_KEY_FILE, 'MFA_KEY_FILE', () => `${randomBytes(32).toString('base64url')}\n`), 'utf8')
+      ? Buffer.from(generatedKey(sources, { name: GENERATED_MFA_KEY_FILE, what: 'second-factor key', setting: 'MFA_KEY_FILE', generate: () => `${randomBytes(32).toString('base64url')}\n` }), 'utf8')
       : readCodeHmacKeyFile(sources.mfaKeyFile);
   const derive = (info: string, source: Buffer = der): Buffer => Buffer.from(hkdfSync('sha256', source, Buffer.alloc(0), info, DERIVED_KEY_BYTES));
   return {

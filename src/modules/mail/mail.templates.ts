@@ -176,9 +176,10 @@ export const NOTICE_MAX_USER_AGENT_LENGTH = 200;
 /**
  * C0 and C1 controls (`\p{Cc}`: U+0000 to U+001F, U+007F to U+009F, so NEL U+0085 too), the
  * line and paragraph separators, and the format characters (bidirectional overrides, zero-width
- * joiners): nothing a requester may put on a line of a notice.
+ * joiners): nothing a requester may put on a line of a notice, or of a message the service
+ * repeats it in (src/modules/passkeys/passkey-origin.ts escapes them).
  */
-const UNPRINTABLE = /[\p{Cc}\p{Cf}\p{Zl}\p{Zp}]/gu;
+export const UNPRINTABLE = /[\p{Cc}\p{Cf}\p{Zl}\p{Zp}]/gu;
 
 /**
  * Text that a requester chose (a User-Agent header, a passkey name) as a security notice prints

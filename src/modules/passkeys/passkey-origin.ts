@@ -4,6 +4,7 @@
  * step 9, §7.2 step 13: the client data's `origin` must be one the relying party expects).
  * @simplewebauthn/server checks the same again; this only gives the refusal its reason.
  */
+import { UNPRINTABLE } from '../mail/mail.templates.js';
 
 /** Longest origin repeated in a message, in characters: any real origin fits; a forged one is cut short. */
 const MAX_SHOWN_ORIGIN_LENGTH = 100;
@@ -40,6 +41,6 @@ export function originRefusal(clientDataJson: string, allowed: readonly string[]
   const shown = chars.length > MAX_SHOWN_ORIGIN_LENGTH ? `${chars.slice(0, MAX_SHOWN_ORIGIN_LENGTH).join('')}…` : origin;
   // JSON.stringify escapes quotes and C0 controls; C1 controls (U+0085), format characters and
   // U+2028/U+2029 are escaped too, so the origin cannot add a line or hide text in the message.
-  const quoted = JSON.stringify(shown).replace(/[\p{Cc}\p{Cf}\p{Zl}\p{Zp}]/gu, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
+  const quoted = JSON.stringify(shown).replace(UNPRINTABLE, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
   return `the browser signed the response on origin ${quoted}, which is not one of WEBAUTHN_ORIGINS (${allowed.join(', ')}).`;
 }
