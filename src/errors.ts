@@ -31,6 +31,7 @@ export const ERROR_CATALOG = {
   'auth.passkeys.missing_challenge': { status: 401, message: 'The webauthn_challenge cookie is missing: call /auth/v0/sign-in/passkey/options first.' },
   'auth.email_not_verified': { status: 403, message: 'The email address has not been verified yet.' },
   'auth.mfa_required': { status: 403, message: 'A second factor is required: send a code to /auth/v0/sign-in/mfa.' },
+  'auth.user_banned': { status: 403, message: 'This account is banned.' },
   'auth.session_forbidden': { status: 403, message: 'This session belongs to another user.' },
   'auth.passkeys.forbidden': { status: 403, message: 'This passkey belongs to another user.' },
   'auth.verify_email.user_not_found': { status: 404, message: 'No user has this email address.' },

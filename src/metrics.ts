@@ -2,7 +2,7 @@ import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom
 import type { RevocationReason } from './modules/sessions/sessions.repo.js';
 
 /** How a sign-in ended: `locked` is the 429 of a rate limit (decisions.md, "Rate limits"). */
-export type SignInOutcome = 'success' | 'bad_credentials' | 'unverified' | 'locked' | 'mfa_required';
+export type SignInOutcome = 'success' | 'bad_credentials' | 'unverified' | 'banned' | 'locked' | 'mfa_required';
 
 /**
  * How a refresh ended: a new token (`rotated`), the live token given back within the grace
@@ -211,7 +211,7 @@ export function createAuthMetrics(options: { readonly defaultMetrics?: boolean }
   });
 
   // Zero-valued series from the start, so rate() and alerts see every outcome before it first happens.
-  for (const outcome of ['success', 'bad_credentials', 'unverified', 'locked', 'mfa_required'] satisfies SignInOutcome[]) signIns.inc({ outcome }, 0);
+  for (const outcome of ['success', 'bad_credentials', 'unverified', 'banned', 'locked', 'mfa_required'] satisfies SignInOutcome[]) signIns.inc({ outcome }, 0);
   for (const outcome of ['rotated', 'grace_replay', 'reused', 'invalid', 'missing'] satisfies RefreshOutcome[]) refreshes.inc({ outcome }, 0);
   for (const outcome of ['retry', 'dead'] satisfies EmailFailureOutcome[]) emailsFailed.inc({ outcome }, 0);
   for (const reason of ['no_account'] satisfies EmailSuppressionReason[]) emailsSuppressed.inc({ reason }, 0);

@@ -1,5 +1,5 @@
 import type { Queryable } from '../../db/db.js';
-import type { UserRow } from '../users/users.repo.js';
+import { banInForceSql, type UserRow } from '../users/users.repo.js';
 import { forgiveHitsSql } from '../rate-limits/rate-limits.repo.js';
 
 /** A `sessions` row as the wire Session needs it (docs/api.md#operations), plus the owner. */
@@ -15,7 +15,7 @@ export interface SessionRow {
 }
 
 /** Why a session was revoked; stored in `sessions.revoked_reason` for audits. */
-export type RevocationReason = 'logout' | 'revoked_by_user' | 'revoke_all' | 'password_changed' | 'password_reset' | 'refresh_token_reuse' | 'revoked_by_admin';
+export type RevocationReason = 'logout' | 'revoked_by_user' | 'revoke_all' | 'password_changed' | 'password_reset' | 'refresh_token_reuse' | 'revoked_by_admin' | 'banned';
 
 /** `last_used_at` is written at most once per this many seconds (docs/api.md#refresh-token-rotation). */
 export const LAST_USED_RESOLUTION_SECONDS = 60;
@@ -30,11 +30,12 @@ const SESSION_COLUMNS = 's.id, s.user_id, s.device_id, s.ip, s.user_agent, s.cre
  * passkey): a re-hash of the same password does not change it, a change or reset does. The user row is share-locked for the statement, so a
  * parallel password change (which replaces the hash and then revokes every
  * session of the user) either waits for this statement and revokes the new session too, or
- * commits first, and then the version no longer matches and nothing is created.
+ * commits first, and then the version no longer matches and nothing is created. A ban in force
+ * at `now` refuses it the same way, and a ban committed meanwhile revokes it (`banUser`).
  * The same statement takes back the sign-in's rate-limit hits (`forgiveRateLimitKeys`
  * point 1: only failures count), only when the session is created, so a sign-in is two commits
  * (its counts and this) rather than 2n + 3 for n identifiers (docs/performance.md).
- * @returns false when the password changed since it was checked; nothing was created or forgiven then.
+ * @returns false when the password changed since it was checked or the user is banned; nothing was created or forgiven then.
  */
 export async function createSignInSession(
   q: Queryable,
@@ -55,7 +56,7 @@ export async function createSignInSession(
 ): Promise<boolean> {
   const { rowCount } = await q.query(
     `WITH checked AS (
-       SELECT id FROM users WHERE id = $3 AND password_version = $8 FOR SHARE
+       SELECT id FROM users WHERE id = $3 AND password_version = $8 AND NOT ${banInForceSql('users', '$6::timestamptz')} FOR SHARE
      ), forgiven AS (
        ${forgiveHitsSql(11, 'EXISTS (SELECT 1 FROM checked)')}
      ), d AS (
@@ -79,8 +80,8 @@ export interface ActiveSession {
 }
 
 /**
- * The active (unrevoked, unexpired at `now`) session `sessionId` of user `userId`, with the
- * user, in one indexed round trip; undefined when any condition fails (docs/api.md#bearer-authentication). Reads
+ * The active (unrevoked, unexpired at `now`) session `sessionId` of user `userId`, not banned at
+ * `now`, with the user, in one indexed round trip; undefined when any condition fails (docs/api.md#bearer-authentication). Reads
  * only what a Bearer request needs: no timestamp leaves the database (the staleness of
  * `last_used_at` is decided in SQL), so none is parsed on the hot path (docs/performance.md).
  */
@@ -92,7 +93,7 @@ export async function findActiveSessionWithUser(q: Queryable, sessionId: string,
     `SELECT u.id, u.username, u.email, u.phone, u.password_hash, u.password_version, u.is_email_verified, u.is_phone_verified,
             (s.last_used_at IS NULL OR s.last_used_at <= $3::timestamptz - interval '${LAST_USED_RESOLUTION_SECONDS} seconds') AS last_use_stale
        FROM sessions s JOIN users u ON u.id = s.user_id
-      WHERE s.id = $1 AND s.user_id = $2 AND s.revoked_at IS NULL AND s.expires_at > $3`,
+      WHERE s.id = $1 AND s.user_id = $2 AND s.revoked_at IS NULL AND s.expires_at > $3 AND NOT ${banInForceSql('u', '$3::timestamptz')}`,
     [sessionId, userId, now.toISOString()],
   );
   const r = rows[0];

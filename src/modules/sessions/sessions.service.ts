@@ -8,7 +8,7 @@ import type { PasswordHasher } from '../../crypto/password.js';
 import { newRefreshToken, sha256 } from '../../crypto/secrets.js';
 import { UUID_PATTERN, type AccessTokenService } from '../tokens/access-token.service.js';
 import { normalizeEmail, normalizePhone, normalizeUsername } from '../users/identifiers.js';
-import { upgradePasswordHash, usersByIdentifiersQuery, type UserRow } from '../users/users.repo.js';
+import { banInForce, findUserBan, upgradePasswordHash, usersByIdentifiersQuery, type BanState, type UserRow } from '../users/users.repo.js';
 import { HIT_WINDOWS_PARAMS } from '../rate-limits/rate-limits.repo.js';
 import { securityEvent } from '../audit/security-events.js';
 import type { RateLimitRules } from '../rate-limits/rate-limits.rules.js';
@@ -57,7 +57,7 @@ function unknownAccountSubject(subjects: readonly string[]): string {
 }
 
 /** A user as sign-in looks it up: the row, and whether a second factor is on (`usersByIdentifiersQuery`). */
-type SignInUser = UserRow & { mfa_enabled: boolean };
+type SignInUser = UserRow & Pick<BanState, 'banned_at' | 'banned_until'> & { mfa_enabled: boolean };
 
 /** Where a request comes from; recorded on the device and session. */
 export interface ClientContext {
@@ -115,8 +115,9 @@ export interface SessionsService {
    * A user with a second factor gets no session: a challenge is stored (300 s, 5 tries) and its
    * cookie value returned instead (`kind: 'mfa_required'`); the password step's counts are
    * taken back as for a success.
-   * @throws AppError `auth.invalid_credentials` (401), `auth.email_not_verified` (403, only
-   *   after the password was right, so it reveals nothing to a guesser),
+   * @throws AppError `auth.invalid_credentials` (401), `auth.user_banned` (403, a ban is in force)
+   *   and `auth.email_not_verified` (403), both only after the password was right, so they
+   *   reveal nothing to a guesser,
    *   `auth.sign_in.too_many_attempts` (429, Retry-After).
    */
   signIn(input: { username?: string; email?: string; phone?: string; password: string }, client: ClientContext): Promise<SignInResult>;
@@ -127,6 +128,7 @@ export interface SessionsService {
    * or a passkey sign-in. `forgiveKeys`: rate-limit counts (as RateLimiter.hitAll returned them)
    * the same statement takes back, only when it creates the session.
    * @returns the tokens, or undefined when the password changed since it was checked.
+   * @throws AppError `auth.user_banned` (403) when a ban is in force: nothing was created.
    */
   startSession(user: UserRow, c: { checkedPasswordVersion: number; amr: readonly string[]; client: ClientContext; forgiveKeys?: readonly string[] }): Promise<IssuedTokens | undefined>;
   /**
@@ -255,6 +257,23 @@ export function createSessionsService(deps: SessionsDeps): SessionsService {
     })().catch((err: unknown) => log.warn({ err, userId }, 'password hash upgrade failed'));
   };
 
+  /** The refusal of a banned user whose credential checked out, logged and counted (docs/api.md, admin API: "Bans"). */
+  const refuseBanned = (userId: string, ip: string | null): AppError => {
+    securityEvent(log, 'sign_in.failed', { userId, ip, reason: 'banned' });
+    metrics.signIn('banned');
+    return new AppError('auth.user_banned');
+  };
+  /**
+   * After the statement that creates a session created nothing: throws {@link refuseBanned}'s
+   * error when the user is banned now (the statement refuses a banned user), else returns (the
+   * password changed). One read, only on this rare path.
+   */
+  const refuseIfBanned = async (userId: string, ip: string | null): Promise<void> => {
+    const now = clock.now();
+    const current = await findUserBan(db, userId);
+    if (current !== undefined && banInForce(current, now)) throw refuseBanned(userId, ip);
+  };
+
   const refresh = createRefresh({ db, clock, accessTokens, refreshReuseGraceSeconds: deps.refreshReuseGraceSeconds, log, metrics });
 
   /**
@@ -300,12 +319,20 @@ export function createSessionsService(deps: SessionsDeps): SessionsService {
       const { user, rateLimitKeys } = await countAttemptAndFindUser(subjects, client.ip, { username, email, phone });
       const password = input.password.normalize('NFKC');
       // Unknown users cost one argon2id verification too, so timing does not reveal who exists.
-      const passwordOk = user === undefined ? (await hasher.verifyDummy(password), false) : await hasher.verify(user.password_hash, password);
-      if (user === undefined || !passwordOk) {
+      // A user created without a password (docs/api.md, admin API) has none to match: the same cost and answer as a wrong one.
+      const storedHash = user?.password_hash ?? null;
+      const passwordOk = storedHash === null ? (await hasher.verifyDummy(password), false) : await hasher.verify(storedHash, password);
+      if (user === undefined || storedHash === null || !passwordOk) {
         await countAccountFailure(user, subjects);
-        securityEvent(log, 'sign_in.failed', { userId: user?.id, ip: client.ip, reason: user === undefined ? 'unknown_identifier' : 'wrong_password' });
+        const reason = user === undefined ? 'unknown_identifier' : storedHash === null ? 'no_password' : 'wrong_password';
+        securityEvent(log, 'sign_in.failed', { userId: user?.id, ip: client.ip, reason });
         metrics.signIn('bad_credentials');
         throw new AppError('auth.invalid_credentials');
+      }
+      if (banInForce(user, clock.now())) {
+        // The password was right: its attempt does not count; the ban is said only now (docs/api.md, admin API: "Bans").
+        await limiter.forgiveKeys(rateLimitKeys);
+        throw refuseBanned(user.id, client.ip);
       }
       if (user.email !== null && !user.is_email_verified) {
         // The password was right: its attempt does not count (docs/security.md §6).
@@ -325,13 +352,13 @@ export function createSessionsService(deps: SessionsDeps): SessionsService {
           tokenHash: sha256(challenge),
           userId: user.id,
           passwordVersion: user.password_version,
-          passwordHash: user.password_hash,
+          passwordHash: storedHash,
           now,
           expiresAt: new Date(now.getTime() + MFA_CHALLENGE_TTL_SECONDS * 1000),
         });
         // A hash with weaker argon2id parameters than configured is re-hashed now too: the
         // challenge checks the password's version, which a re-hash leaves as it is.
-        if (hasher.needsRehash(user.password_hash)) upgradeHashInBackground(user.id, user.password_hash, password);
+        if (hasher.needsRehash(storedHash)) upgradeHashInBackground(user.id, storedHash, password);
         securityEvent(log, 'sign_in.mfa_required', { userId: user.id, ip: client.ip });
         metrics.signIn('mfa_required');
         return { kind: 'mfa_required', user, challenge, challengeMaxAgeSeconds: MFA_CHALLENGE_TTL_SECONDS };
@@ -344,12 +371,13 @@ export function createSessionsService(deps: SessionsDeps): SessionsService {
       // signed (on libuv's thread pool) while the statement runs.
       const { sessionId, refreshToken, signing, create } = prepareSession(user.id, client, PASSWORD_AMR);
       if (!(await create(user.password_version, rateLimitKeys))) {
-        // The password was changed or reset since it was checked (a re-hash of the same password
-        // keeps its version): the one typed is no longer the account's.
+        // Banned meanwhile; or the password was changed or reset since it was checked (a re-hash
+        // of the same password keeps its version): the one typed is no longer the account's.
+        await refuseIfBanned(user.id, client.ip);
         metrics.signIn('bad_credentials');
         throw new AppError('auth.invalid_credentials');
       }
-      if (hasher.needsRehash(user.password_hash)) upgradeHashInBackground(user.id, user.password_hash, password);
+      if (hasher.needsRehash(storedHash)) upgradeHashInBackground(user.id, storedHash, password);
       const accessToken = await signing;
       securityEvent(log, 'sign_in.succeeded', { userId: user.id, sessionId, ip: client.ip });
       metrics.signIn('success');
@@ -359,7 +387,10 @@ export function createSessionsService(deps: SessionsDeps): SessionsService {
     async startSession(user, { checkedPasswordVersion, amr, client, forgiveKeys = [] }) {
       const { sessionId, refreshToken, signing, create } = prepareSession(user.id, client, amr);
       const created = await create(checkedPasswordVersion, forgiveKeys);
-      if (!created) return undefined;
+      if (!created) {
+        await refuseIfBanned(user.id, client.ip);
+        return undefined;
+      }
       const accessToken = await signing;
       securityEvent(log, 'sign_in.succeeded', { userId: user.id, sessionId, ip: client.ip });
       metrics.signIn('success');

@@ -54,7 +54,10 @@ export function createCurrentPasswordCheck(deps: CurrentPasswordDeps): CurrentPa
         throw new AppError(c.tooMany, { headers: { 'retry-after': String(verdict.retryAfterSeconds) } });
       }
       if (c.before !== undefined) await c.before();
-      if (!(await hasher.verify(user.password_hash, password.normalize('NFKC')))) {
+      const typed = password.normalize('NFKC');
+      // A user without a password (created by an operator) has none to match: the cost and answer of a wrong one.
+      const ok = user.password_hash === null ? (await hasher.verifyDummy(typed), false) : await hasher.verify(user.password_hash, typed);
+      if (!ok) {
         await limiter.hit(rules.signInPerAccount, user.id);
         securityEvent(log, 'password.check_failed', { userId: user.id, ip: c.ip, reason: c.purpose });
         throw new AppError('auth.invalid_current_password');

@@ -7,7 +7,8 @@ export interface UserRow {
   username: string;
   email: string | null;
   phone: string | null;
-  password_hash: string;
+  /** The argon2id hash (PHC string), or null for a user created without a password (docs/api.md, admin API). */
+  password_hash: string | null;
   /**
    * 1 at sign-up, one more at each change or reset of the password; unchanged by a re-hash of
    * the same password (migration 011). What "the password did not change since it was checked"
@@ -74,7 +75,7 @@ export async function findTakenIdentifier(
  * three rows; undefined identifiers match nothing), with its parameters numbered from
  * `$<firstParam>`, for a statement that runs it along with other work: sign-in counts its
  * attempt and looks its user up in one round trip (`RateLimiter.hitAll`). Each row also says
- * whether the user has turned on a second factor (`mfa_enabled`).
+ * whether the user has turned on a second factor (`mfa_enabled`), and its ban (`banned_at`, `banned_until`).
  */
 export function usersByIdentifiersQuery(
   firstParam: number,
@@ -82,7 +83,7 @@ export function usersByIdentifiersQuery(
 ): { sql: string; params: unknown[] } {
   const [u, e, p] = [firstParam, firstParam + 1, firstParam + 2];
   return {
-    sql: `SELECT ${USER_COLUMNS}, EXISTS (SELECT 1 FROM mfa_totp m WHERE m.user_id = users.id AND m.enabled_at IS NOT NULL) AS mfa_enabled
+    sql: `SELECT ${USER_COLUMNS}, banned_at, banned_until, EXISTS (SELECT 1 FROM mfa_totp m WHERE m.user_id = users.id AND m.enabled_at IS NOT NULL) AS mfa_enabled
             FROM users WHERE username = $${u}::text OR email = $${e}::text OR phone = $${p}::text`,
     params: [ids.username ?? null, ids.email ?? null, ids.phone ?? null],
   };
@@ -216,5 +217,85 @@ export async function markEmailVerified(q: Queryable, userId: string, email: str
 /** The user with this (normalised, lower-case) username, or undefined. */
 export async function findUserByUsername(q: Queryable, username: string): Promise<UserRow | undefined> {
   const { rows } = await q.query<UserRow>(`SELECT ${USER_COLUMNS} FROM users WHERE username = $1`, [username]);
+  return rows[0];
+}
+
+/** The ban in force on a user, as the admin API shows it (docs/api.md, admin API: "Bans"). */
+export interface BanState {
+  /** When the ban began; null when no ban was ever set or the last one was lifted. */
+  banned_at: Date | null;
+  /** When it ends; null with `banned_at` set: indefinite. */
+  banned_until: Date | null;
+  ban_reason: string | null;
+}
+
+/**
+ * Whether a ban is in force at `now`: set, and indefinite or not yet ended. The same rule as
+ * {@link BAN_IN_FORCE_SQL}.
+ */
+export function banInForce(user: Pick<BanState, 'banned_at' | 'banned_until'>, now: Date): boolean {
+  return user.banned_at !== null && (user.banned_until === null || user.banned_until.getTime() > now.getTime());
+}
+
+/**
+ * The SQL condition "a ban is in force on the row aliased `alias` at the timestamptz `nowSql`",
+ * for the statements that create a session or check a Bearer token: a ban costs them no round
+ * trip. The same rule as {@link banInForce}.
+ */
+export function banInForceSql(alias: string, nowSql: string): string {
+  return `(${alias}.banned_at IS NOT NULL AND (${alias}.banned_until IS NULL OR ${alias}.banned_until > ${nowSql}))`;
+}
+
+/**
+ * Bans a user (docs/api.md, admin API: "Bans"): sets the ban (a new one replaces the one in force)
+ * and revokes every unrevoked session of the user (`revoked_reason = 'banned'`). Run it in a
+ * transaction ({@link Db.transaction}) with whatever else records the ban: the user row is
+ * updated first, so a sign-in that is creating a session (which share-locks the row and refuses
+ * a banned user) either commits before the ban, whose revocation then sees its session, or
+ * waits and creates nothing.
+ * @param ban `until`: when it ends (must be after `now`; the caller checks), or null: indefinite.
+ * @returns the ban as stored and the number of sessions revoked, or undefined when there is no such user.
+ */
+export async function banUser(
+  q: Queryable,
+  userId: string,
+  ban: { until: Date | null; reason: string | null },
+  now: Date,
+): Promise<{ ban: BanState; sessionsRevoked: number } | undefined> {
+  const { rows } = await q.query<BanState>(
+    `UPDATE users SET banned_at = $2, banned_until = $3, ban_reason = $4, updated_at = $2 WHERE id = $1
+     RETURNING banned_at, banned_until, ban_reason`,
+    [userId, now, ban.until, ban.reason],
+  );
+  const stored = rows[0];
+  if (stored === undefined) return undefined;
+  const { rowCount } = await q.query(
+    "UPDATE sessions SET revoked_at = $2, revoked_reason = 'banned' WHERE user_id = $1 AND revoked_at IS NULL",
+    [userId, now],
+  );
+  return { ban: stored, sessionsRevoked: rowCount };
+}
+
+/**
+ * Lifts the ban in force on a user (docs/api.md, admin API: "Bans"). The sessions the ban revoked
+ * stay revoked. A ban that has already run out is cleared too, but does not count as lifted.
+ * @returns `lifted`: a ban was in force at `now` and this call ended it; undefined when there is no such user.
+ */
+export async function unbanUser(q: Queryable, userId: string, now: Date): Promise<{ lifted: boolean } | undefined> {
+  const { rows } = await q.query<{ was_in_force: boolean }>(
+    `UPDATE users u SET banned_at = NULL, banned_until = NULL, ban_reason = NULL,
+            updated_at = CASE WHEN old.banned_at IS NULL THEN u.updated_at ELSE $2 END
+       FROM (SELECT id, banned_at, banned_until FROM users WHERE id = $1 FOR UPDATE) old
+      WHERE u.id = old.id
+     RETURNING ${banInForceSql('old', '$2')} AS was_in_force`,
+    [userId, now],
+  );
+  const row = rows[0];
+  return row === undefined ? undefined : { lifted: row.was_in_force };
+}
+
+/** The ban columns of a user ({@link BanState}), or undefined when there is no such user. */
+export async function findUserBan(q: Queryable, userId: string): Promise<BanState | undefined> {
+  const { rows } = await q.query<BanState>('SELECT banned_at, banned_until, ban_reason FROM users WHERE id = $1', [userId]);
   return rows[0];
 }
