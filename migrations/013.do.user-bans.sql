@@ -1,4 +1,4 @@
--- Bans (docs/api.md, admin API: "Bans") and users without a password.
+-- Bans (docs/api.md, admin API: "Bans"), the last sign-in, and users without a password.
 --
 -- A ban is in force while `banned_at` is set and `banned_until` is unset (indefinite) or still
 -- ahead. Sign-in refuses a banned user once the first credential checked out; the statement
@@ -15,3 +15,7 @@ ALTER TABLE users ADD CONSTRAINT users_ban_consistent
 -- one; password sign-in treats it as a wrong password, at the same argon2id cost. The version
 -- rule of migration 011 counts setting one as a change.
 ALTER TABLE users ALTER COLUMN password_hash DROP NOT NULL;
+
+-- When the user last signed in (any method): set by the statement that creates a session, which
+-- already locks the user row. Shown by the admin API; unknown (NULL) for earlier sign-ins.
+ALTER TABLE users ADD COLUMN last_sign_in_at timestamptz;

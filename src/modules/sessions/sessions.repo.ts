@@ -27,7 +27,8 @@ const SESSION_COLUMNS = 's.id, s.user_id, s.device_id, s.ip, s.user_agent, s.cre
  * refresh token family, docs/api.md#refresh-token-rotation) in one statement: a device, a session and the family's
  * first refresh token, but only while the user's `password_version` is still
  * `checkedPasswordVersion`, the version whose hash was verified (or, for a passkey, read with the
- * passkey): a re-hash of the same password does not change it, a change or reset does. The user row is share-locked for the statement, so a
+ * passkey): a re-hash of the same password does not change it, a change or reset does. The
+ * statement sets the user's `last_sign_in_at`, which locks the user row until it commits, so a
  * parallel password change (which replaces the hash and then revokes every
  * session of the user) either waits for this statement and revokes the new session too, or
  * commits first, and then the version no longer matches and nothing is created. A ban in force
@@ -56,7 +57,8 @@ export async function createSignInSession(
 ): Promise<boolean> {
   const { rowCount } = await q.query(
     `WITH checked AS (
-       SELECT id FROM users WHERE id = $3 AND password_version = $8 AND NOT ${banInForceSql('users', '$6::timestamptz')} FOR SHARE
+       UPDATE users SET last_sign_in_at = $6
+        WHERE id = $3 AND password_version = $8 AND NOT ${banInForceSql('users', '$6::timestamptz')} RETURNING id
      ), forgiven AS (
        ${forgiveHitsSql(11, 'EXISTS (SELECT 1 FROM checked)')}
      ), d AS (
