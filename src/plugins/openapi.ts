@@ -88,7 +88,7 @@ const RESPONSE_DESCRIPTIONS: Readonly<Record<string, string>> = {
   '204': 'Done; no body.',
   '400': 'Validation failed: body, query or content type invalid (`auth.<operation>.validation_failed`).',
   '401': 'Missing or invalid credentials: access token, refresh cookie or password (`auth.*`).',
-  '403': 'Refused: email not verified at sign-in (`auth.email_not_verified`), or another user\'s session (`auth.session_forbidden`).',
+  '403': 'Refused: email not verified at sign-in (`auth.email_not_verified`), the user banned (`auth.user_banned`), or another user\'s session (`auth.session_forbidden`).',
   '404': 'Not found: no user with this email (`auth.verify_email.user_not_found`), or no such session (`auth.session_not_found`).',
   '409': 'Username, email or phone already taken.',
   '410': 'One-time code (verification or password reset) expired, wrong, or dead after too many attempts.',

@@ -43,7 +43,7 @@ const EXPECTED: Record<string, { statuses: string[]; security?: 'bearerAuth' | '
   'post /auth/v0/logout': { statuses: ['204', '401'], security: 'bearerAuth' },
   'post /auth/v0/change-password': { statuses: ['204', '400', '401', '413', '429'], security: 'bearerAuth' },
   'post /auth/v0/delete-account': { statuses: ['204', '400', '401', '413', '429'], security: 'bearerAuth' },
-  'post /auth/v0/sign-in/mfa': { statuses: ['200', '400', '401', '413', '429'], security: 'mfaChallengeCookie' },
+  'post /auth/v0/sign-in/mfa': { statuses: ['200', '400', '401', '403', '413', '429'], security: 'mfaChallengeCookie' },
   'post /auth/v0/mfa/totp/setup': { statuses: ['200', '400', '401', '409', '413', '429'], security: 'bearerAuth' },
   'post /auth/v0/mfa/totp/enable': { statuses: ['200', '400', '401', '409', '413', '429'], security: 'bearerAuth' },
   'post /auth/v0/mfa/totp/disable': { statuses: ['204', '400', '401', '413', '429'], security: 'bearerAuth' },

@@ -38,7 +38,7 @@ describe('error catalog (docs/api.md#error-codes)', () => {
       'auth.change_email.email_taken', 'auth.mfa.already_enabled', 'auth.passkeys.limit_reached',
       'auth.sign_up.email_taken', 'auth.sign_up.phone_taken', 'auth.sign_up.username_taken',
     ]);
-    expect(byStatus(403)).toEqual(['auth.email_not_verified', 'auth.mfa_required', 'auth.passkeys.forbidden', 'auth.session_forbidden']);
+    expect(byStatus(403)).toEqual(['auth.email_not_verified', 'auth.mfa_required', 'auth.passkeys.forbidden', 'auth.session_forbidden', 'auth.user_banned']);
     expect(byStatus(404)).toEqual(['auth.passkeys.not_found', 'auth.session_not_found', 'auth.verify_email.user_not_found', 'request.not_found']);
   });
 

@@ -36,7 +36,7 @@ export function mfaRoutes(deps: { mfa: MfaService; sessions: SessionsService }):
           tags: [TAGS.signIn.name],
           security: [{ mfaChallengeCookie: [] }],
           body: SignInMfaRequestSchema,
-          response: { 200: SignInResponseSchema, ...errorResponses(400, 401, 413, 429) },
+          response: { 200: SignInResponseSchema, ...errorResponses(400, 401, 403, 413, 429) },
         },
       },
       async (request, reply) => {
