@@ -14,6 +14,8 @@ export default defineConfig({
     include: ['test/**/*.test.ts'],
     // The reliability suite (faults, crashes, several instances) is slower: `npm run test:reliability`.
     exclude: [...configDefaults.exclude, 'test/reliability/**'],
+    // One migrated PGlite dump per run: each file's database starts from it (test/helpers/database.ts).
+    globalSetup: ['test/global-setup.ts'],
     testTimeout: 20_000,
     hookTimeout: 60_000,
     pool: 'forks',

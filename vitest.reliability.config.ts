@@ -6,7 +6,7 @@ import { defineConfig } from 'vitest/config';
  * `npm run test:reliability`. Like vitest.config.ts, every file runs on PGlite and, with
  * TEST_DATABASE_URL set, again on that PostgreSQL server; the tests that need PostgreSQL skip
  * themselves on PGlite. The global setup builds `dist/` once for the tests that spawn the
- * real service.
+ * real service, and writes the migrated PGlite dump every file's database starts from.
  */
 const projects = [{ extends: true as const, test: { name: 'pglite', env: { TEST_DB: 'pglite' } } }];
 if (process.env.TEST_DATABASE_URL) {
@@ -16,7 +16,7 @@ if (process.env.TEST_DATABASE_URL) {
 export default defineConfig({
   test: {
     include: ['test/reliability/**/*.test.ts'],
-    globalSetup: ['test/reliability/global-setup.ts'],
+    globalSetup: ['test/global-setup.ts', 'test/reliability/global-setup.ts'],
     testTimeout: 60_000,
     hookTimeout: 120_000,
     pool: 'forks',

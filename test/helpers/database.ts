@@ -1,4 +1,6 @@
 import { randomBytes } from 'node:crypto';
+import { readFile } from 'node:fs/promises';
+import { inject } from 'vitest';
 import pg from 'pg';
 import type { Db } from '../../src/db/db.js';
 import { migrate } from '../../src/db/migrate.js';
@@ -22,13 +24,32 @@ export function testPoolMode(): 'session' | 'transaction' {
   return process.env.TEST_DATABASE_POOL_MODE === 'transaction' ? 'transaction' : 'session';
 }
 
+let dump: Promise<Blob | undefined> | undefined;
+
+/**
+ * The migrated PGlite dump test/global-setup.ts wrote for this run, read once per worker;
+ * undefined outside a vitest run with that setup (the database then starts empty).
+ */
+function migratedDump(): Promise<Blob | undefined> {
+  dump ??= (async () => {
+    let file: string | undefined;
+    try {
+      file = inject('pgliteDump');
+    } catch {
+      return undefined;
+    }
+    return file === undefined ? undefined : new Blob([await readFile(file)]);
+  })();
+  return dump;
+}
+
 /**
  * Creates a fresh database: in-memory PGlite when TEST_DB is unset or `pglite`; a new database
  * on the TEST_DATABASE_URL server when TEST_DB is `postgres` (dropped afterwards).
  */
 export async function createTestDatabase(): Promise<TestDatabase> {
   if (process.env.TEST_DB !== 'postgres') {
-    const db = await openPglite(undefined);
+    const db = await openPglite(undefined, { loadDataDir: await migratedDump() });
     await migrate(db);
     return { db, url: undefined, drop: () => db.close() };
   }
