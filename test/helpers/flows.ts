@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import type { LightMyRequestResponse } from 'fastify';
+import { expect } from 'vitest';
 import { codeFrom, type ReceivedMail } from './smtp.js';
 import type { TestContext } from './context.js';
 
@@ -144,4 +145,15 @@ export function withBearer(ctx: TestContext, method: 'GET' | 'POST' | 'PATCH' | 
 /** Asserts-free shape check helper: the sorted keys of an object. */
 export function keysOf(o: unknown): string[] {
   return Object.keys(o as object).sort();
+}
+
+/**
+ * Asserts an error answer (docs/api.md#error-body): `status`, a JSON body of exactly
+ * `{code, message}` in that order, with this `code` and a message.
+ */
+export function expectError(res: LightMyRequestResponse, status: number, code: string): void {
+  expect(res.statusCode, res.body).toBe(status);
+  expect(res.headers['content-type']).toMatch(/^application\/json/);
+  expect(keysOf(res.json())).toEqual(['code', 'message']);
+  expect(res.json()).toEqual({ code, message: expect.any(String) });
 }

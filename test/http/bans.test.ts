@@ -2,7 +2,7 @@ import type { LightMyRequestResponse } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { banUser, unbanUser } from '../../src/modules/users/users.repo.js';
 import { createTestContext, type TestContext } from '../helpers/context.js';
-import { createVerifiedUser, PASSWORD, postJson, refresh, setCookies, signIn, withBearer } from '../helpers/flows.js';
+import { createVerifiedUser, expectError, PASSWORD, postJson, refresh, setCookies, signIn, withBearer } from '../helpers/flows.js';
 import { codeNow, enrolled, passwordStep, secondStep } from '../helpers/mfa.js';
 import { passkeySignIn, withPasskey } from '../helpers/passkeys.js';
 
@@ -20,10 +20,6 @@ beforeAll(async () => {
 });
 afterAll(async () => ctx.close());
 
-function expectError(res: LightMyRequestResponse, status: number, code: string): void {
-  expect(res.statusCode, res.body).toBe(status);
-  expect(res.json()).toEqual({ code, message: expect.any(String) });
-}
 
 const ban = (userId: string, until: Date | null = null) => ctx.db.transaction((tx) => banUser(tx, userId, { until, reason: 'spam' }, ctx.clock.now()));
 const signInWith = (username: string, password = PASSWORD) => postJson(ctx, '/auth/v0/sign-in', { username, password });

@@ -1,7 +1,7 @@
 import type { LightMyRequestResponse } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestContext, type TestContext } from '../helpers/context.js';
-import { createVerifiedUser, emailChangeCode, PASSWORD, postJson, refresh, resetCode, signIn, signUp, textOf, uniqueName, withBearer } from '../helpers/flows.js';
+import { createVerifiedUser, emailChangeCode, expectError, PASSWORD, postJson, refresh, resetCode, signIn, signUp, textOf, uniqueName, withBearer } from '../helpers/flows.js';
 import type { ReceivedMail } from '../helpers/smtp.js';
 
 /**
@@ -28,10 +28,6 @@ function confirmChange(c: TestContext, token: string, body: unknown): Promise<Li
   return postJson(c, '/auth/v0/change-email/confirm', body, { authorization: `Bearer ${token}` });
 }
 
-function expectError(res: LightMyRequestResponse, status: number, code: string): void {
-  expect(res.statusCode, res.body).toBe(status);
-  expect(res.json()).toEqual({ code, message: expect.any(String) });
-}
 
 /** Runs the outbox until `count` emails whose subject matches `subject` arrived for `email`; returns them. */
 async function mailsOf(c: TestContext, email: string, subject: RegExp, count = 1): Promise<ReceivedMail[]> {

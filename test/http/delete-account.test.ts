@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { LightMyRequestResponse } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestContext, type TestContext } from '../helpers/context.js';
-import { createVerifiedUser, PASSWORD, postJson, refresh, setCookies, signIn, signUp, uniqueName, withBearer } from '../helpers/flows.js';
+import { createVerifiedUser, expectError, PASSWORD, postJson, refresh, setCookies, signIn, signUp, uniqueName, withBearer } from '../helpers/flows.js';
 import { mailsTo, mailText } from '../helpers/mail.js';
 
 /**
@@ -26,10 +26,6 @@ function deleteAccount(token: string, body: unknown, headers: Record<string, str
   });
 }
 
-function expectError(res: LightMyRequestResponse, status: number, code: string): void {
-  expect(res.statusCode, res.body).toBe(status);
-  expect(res.json()).toEqual({ code, message: expect.any(String) });
-}
 
 async function rowsOf(userId: string): Promise<Record<string, number>> {
   const { rows } = await ctx.db.query<Record<string, number>>(

@@ -2,7 +2,7 @@ import type { LightMyRequestResponse } from 'fastify';
 import { decodeJwt } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestContext, type TestContext } from '../helpers/context.js';
-import { createVerifiedUser, PASSWORD, postJson, refresh, refreshCookieOf, resetCode, setCookies, signIn, textOf, withBearer } from '../helpers/flows.js';
+import { createVerifiedUser, expectError, PASSWORD, postJson, refresh, refreshCookieOf, resetCode, setCookies, signIn, textOf, withBearer } from '../helpers/flows.js';
 import { codeNow, enrolled as enrolledIn, nextStep, passwordStep, secondStep } from '../helpers/mfa.js';
 
 /**
@@ -23,10 +23,6 @@ const NEW_PASSWORD = 'plum tractor velvet harbour';
 /** A verified, signed-in user with TOTP enabled (in `ctx` unless given). */
 const enrolled = (c: TestContext = ctx) => enrolledIn(c);
 
-function expectError(res: LightMyRequestResponse, status: number, code: string): void {
-  expect(res.statusCode, res.body).toBe(status);
-  expect(res.json()).toEqual({ code, message: expect.any(String) });
-}
 
 async function noticesTo(c: TestContext, email: string): Promise<string[]> {
   const { rows } = await c.db.query<{ notice: string }>("SELECT payload->>'notice' AS notice FROM email_outbox WHERE recipient = $1 AND kind = 'notice' ORDER BY created_at", [email]);

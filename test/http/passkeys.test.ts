@@ -2,7 +2,7 @@ import type { LightMyRequestResponse } from 'fastify';
 import { decodeJwt } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestContext, type TestContext } from '../helpers/context.js';
-import { createVerifiedUser, PASSWORD, postJson, refresh, refreshCookieOf, resetCode, setCookies, signIn, textOf, withBearer } from '../helpers/flows.js';
+import { createVerifiedUser, expectError, PASSWORD, postJson, refresh, refreshCookieOf, resetCode, setCookies, signIn, textOf, withBearer } from '../helpers/flows.js';
 import { enrolled } from '../helpers/mfa.js';
 import { passkeySignIn, postAssertion, register, registrationOptions, signInOptions, withPasskey } from '../helpers/passkeys.js';
 import { SoftwareAuthenticator } from '../helpers/webauthn.js';
@@ -20,10 +20,6 @@ beforeAll(async () => {
 });
 afterAll(async () => ctx.close());
 
-function expectError(res: LightMyRequestResponse, status: number, code: string): void {
-  expect(res.statusCode, res.body).toBe(status);
-  expect(res.json()).toEqual({ code, message: expect.any(String) });
-}
 
 async function noticesTo(c: TestContext, email: string): Promise<{ notice: string; details: string[] | null }[]> {
   const { rows } = await c.db.query<{ notice: string; details: string[] | null }>(

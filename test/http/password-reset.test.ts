@@ -4,7 +4,7 @@ import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createOneTimeCodes } from '../../src/modules/codes/one-time-codes.service.js';
 import { createTestContext, type TestContext } from '../helpers/context.js';
-import { createVerifiedUser, latestCode, PASSWORD, postJson, refresh, resetCode as resetCodeOf, signIn, signUp, uniqueName, withBearer } from '../helpers/flows.js';
+import { createVerifiedUser, expectError, latestCode, PASSWORD, postJson, refresh, resetCode as resetCodeOf, signIn, signUp, uniqueName, withBearer } from '../helpers/flows.js';
 
 /** Password reset (docs/api.md#request-a-password-reset, docs/api.md#confirm-a-password-reset). */
 const RESET_URL = 'https://app.example.test/account/reset';
@@ -23,11 +23,6 @@ const requestReset = (email: string, headers: Record<string, string> = {}) => po
 const confirmReset = (email: string, code: string, newPassword = NEW_PASSWORD) =>
   postJson(ctx, '/auth/v0/password-reset/confirm', { email, code, new_password: newPassword });
 
-function expectError(res: { statusCode: number; json(): unknown }, status: number, code: string): void {
-  expect(res.statusCode).toBe(status);
-  expect(res.json()).toMatchObject({ code });
-  expect(Object.keys(res.json() as object).sort()).toEqual(['code', 'message']);
-}
 
 /** Moves past the one-request-per-address-per-60-s window. */
 const nextWindow = () => ctx.clock.advance(61);

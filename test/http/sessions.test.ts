@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { LightMyRequestResponse } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestContext, type TestContext } from '../helpers/context.js';
-import { createVerifiedUser, keysOf, postJson, refresh, refreshCookieOf, setCookies, signIn, withBearer } from '../helpers/flows.js';
+import { createVerifiedUser, expectError, keysOf, postJson, refresh, refreshCookieOf, setCookies, signIn, withBearer } from '../helpers/flows.js';
 
 let ctx: TestContext;
 beforeAll(async () => {
@@ -30,12 +30,6 @@ interface WireSession {
 }
 
 /** Asserts an Error body (docs/api.md#error-body): exactly `{code, message}`, JSON, with the given status and code. */
-function expectError(res: LightMyRequestResponse, status: number, code: string): void {
-  expect(res.statusCode, res.body).toBe(status);
-  expect(res.headers['content-type']).toMatch(/^application\/json/);
-  expect(res.json()).toEqual({ code, message: expect.any(String) });
-  expect(keysOf(res.json())).toEqual(['code', 'message']);
-}
 
 /** Asserts exactly one refresh_token clearing cookie (docs/api.md#refresh-cookie). */
 function expectClearingCookie(res: LightMyRequestResponse): void {

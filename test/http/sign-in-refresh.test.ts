@@ -3,18 +3,7 @@ import { createLocalJWKSet, decodeJwt, decodeProtectedHeader, jwtVerify, type JS
 import type { LightMyRequestResponse } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestContext, type TestContext } from '../helpers/context.js';
-import {
-  createVerifiedUser,
-  keysOf,
-  PASSWORD,
-  postJson,
-  refresh,
-  refreshCookieOf,
-  signIn,
-  signUp,
-  withBearer,
-  type SetCookie,
-} from '../helpers/flows.js';
+import { createVerifiedUser, expectError, keysOf, PASSWORD, postJson, refresh, refreshCookieOf, signIn, signUp, type SetCookie, withBearer } from '../helpers/flows.js';
 
 /** SESSION_TTL_SECONDS default (README "Configuration"): absolute session lifetime = cookie Max-Age. */
 const SESSION_TTL = 2_592_000;
@@ -35,13 +24,6 @@ function uniquePhone(): string {
 }
 
 /** Asserts a 401/400/403 Error body: exactly {code, message} with the given code. */
-function expectError(res: LightMyRequestResponse, status: number, code: string): void {
-  expect(res.statusCode, res.body).toBe(status);
-  const body = res.json();
-  expect(keysOf(body)).toEqual(['code', 'message']);
-  expect(body).toEqual({ code, message: expect.any(String) });
-  expect(body.message.length).toBeGreaterThan(0);
-}
 
 /** Asserts the refresh cookie has exactly the spec's attributes and the given Max-Age. */
 function expectRefreshCookieAttributes(cookie: SetCookie, maxAge: number): void {

@@ -1,7 +1,7 @@
 import type { LightMyRequestResponse } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestContext, type TestContext } from '../helpers/context.js';
-import { createVerifiedUser, keysOf, latestCode, PASSWORD, postJson, signUp, uniqueName } from '../helpers/flows.js';
+import { createVerifiedUser, expectError, keysOf, latestCode, PASSWORD, postJson, signUp, uniqueName } from '../helpers/flows.js';
 
 let ctx: TestContext;
 beforeAll(async () => {
@@ -63,11 +63,6 @@ function expectNoContent(res: LightMyRequestResponse): void {
   expect(res.body).toBe('');
 }
 
-function expectError(res: LightMyRequestResponse, status: number, code: string): void {
-  expect(res.statusCode, res.body).toBe(status);
-  expect(keysOf(res.json())).toEqual(['code', 'message']);
-  expect(res.json()).toEqual({ code, message: expect.any(String) });
-}
 
 describe('GET and POST /auth/v0/verify-email', () => {
   it('GET with the right code: 204, empty body, the email becomes verified and sign-in works', async () => {
