@@ -1,4 +1,5 @@
-import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyReply, type FastifyServerOptions } from 'fastify';
+import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyReply } from 'fastify';
+import { AJV_OPTIONS, BODY_LIMIT_BYTES } from './http-options.js';
 import pino, { type DestinationStream } from 'pino';
 import fastifyCookie from '@fastify/cookie';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
@@ -42,22 +43,17 @@ import { passkeysRoutes } from './modules/passkeys/passkeys.routes.js';
 import { createPasskeysService } from './modules/passkeys/passkeys.service.js';
 import { createEmailChangeService } from './modules/email-change/email-change.service.js';
 import { createPasswordResetService, type PasswordResetService } from './modules/password-reset/password-reset.service.js';
+import { buildAdminApp, type AdminRoutes } from './admin-app.js';
+import { adminAuditRoutes, createAdminAuditService } from './modules/admin/admin-audit.routes.js';
+import { createAdminKeyAuthenticator } from './modules/admin/admin-keys.service.js';
+import { adminUsersRoutes } from './modules/admin/admin-users.routes.js';
+import { createAdminUsersService } from './modules/admin/admin-users.service.js';
 import './plugins/authenticate.js';
 
 /** Every route of the interface lives under this prefix (docs/api.md#base-path-and-version). */
 export const API_PREFIX = '/auth/v0';
 
-/** Largest accepted request body in bytes; larger ones answer 413 `request.body_too_large`. */
-export const BODY_LIMIT_BYTES = 16 * 1024;
-
-/**
- * Ajv options for request validation, shared by production and tests: unknown members are
- * rejected (`additionalProperties: false` with `removeAdditional: false`), never stripped, and
- * no type is coerced (a number is not a password).
- */
-export const AJV_OPTIONS = {
-  customOptions: { removeAdditional: false, coerceTypes: false, useDefaults: false, allErrors: false },
-} as const satisfies FastifyServerOptions['ajv'];
+export { AJV_OPTIONS, BODY_LIMIT_BYTES } from './http-options.js';
 
 /** What {@link buildApp} needs. Everything but `config` and `db` has a production default. */
 export interface AppDeps {
@@ -91,6 +87,11 @@ declare module 'fastify' {
     retention: RetentionWorker;
     /** Password reset (a request's work is the outbox worker's: tests call `outbox.runOnce()`). */
     passwordReset: PasswordResetService;
+    /**
+     * The admin API (docs/admin-api.md), an app of its own for the admin listener; null when
+     * ADMIN_PORT is unset. `serve` listens on it; tests call `admin.inject()`. Ready and closed with this app.
+     */
+    admin: FastifyInstance | null;
   }
 }
 
@@ -230,6 +231,31 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   const mfa = createMfaService({ ...serviceDeps, sessions, keys: keys.mfa, issuer: config.totpIssuer });
   const passkeys = createPasskeysService({ ...serviceDeps, sessions, rp: config.webauthn });
   const emailChange = createEmailChangeService({ ...serviceDeps, codes, codeTtlSeconds: config.oneTimeCodeTtlSeconds });
+
+  // The admin API: the same services, on a listener of its own (docs/admin-api.md).
+  let admin: FastifyInstance | null = null;
+  if (config.admin.port !== undefined) {
+    const adminUsers = createAdminUsersService({ ...serviceDeps, passwordReset, cursorKey: keys.adminCursorHmacKey, breachedPasswords });
+    const adminRoutes: AdminRoutes[] = [
+      adminUsersRoutes({ users: adminUsers }),
+      adminAuditRoutes({ audit: createAdminAuditService({ db, cursorKey: keys.adminCursorHmacKey }) }),
+    ];
+    admin = await buildAdminApp({
+      config,
+      logger: app.log.child({ server: 'admin' }),
+      metrics,
+      authenticator: createAdminKeyAuthenticator({ db, clock, limiter, rule: rules.adminPerKey, log: app.log }),
+      routes: adminRoutes,
+    });
+    const adminApp = admin;
+    app.addHook('onReady', async () => {
+      await adminApp.ready();
+    });
+    app.addHook('onClose', async () => {
+      await adminApp.close();
+    });
+  }
+  app.decorate('admin', admin);
 
   if (deps.startOutboxWorker ?? true) app.addHook('onReady', async () => outbox.start());
   app.addHook('onReady', async () => limiter.start());

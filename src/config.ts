@@ -38,6 +38,12 @@ export interface Config {
   readonly port: number;
   /** METRICS_PORT: serve GET /metrics only on this port (on `host`); undefined: on `port` with the API. */
   readonly metricsPort: number | undefined;
+  /**
+   * The admin API's listener (docs/admin-api.md): ADMIN_HOST (default `127.0.0.1`, never `HOST`'s
+   * value by default: the admin API is for a private network) and ADMIN_PORT; `port` undefined:
+   * no admin API at all.
+   */
+  readonly admin: AdminListenerSettings;
   /** `postgres://` URL; undefined selects the embedded PGlite database in `dataDir`. */
   readonly databaseUrl: string | undefined;
   readonly databasePoolMax: number;
@@ -104,6 +110,13 @@ export interface Config {
   readonly passwordBreach: PasswordBreachSettings;
 }
 
+/** ADMIN_HOST and ADMIN_PORT (see {@link Config.admin}). */
+export interface AdminListenerSettings {
+  readonly host: string;
+  /** Undefined: the admin API is off; 0: a port the system picks (tests). */
+  readonly port: number | undefined;
+}
+
 /**
  * PASSWORD_BREACH_CHECK and PASSWORD_BREACH_API_URL (README "Configuration", docs/security.md
  * §5): with `hibp`, new passwords are also looked up with the k-anonymity range protocol of
@@ -129,6 +142,8 @@ export interface RetentionSettings {
   readonly outboxDays: number;
   /** Dead outbox rows after they were queued (operators list and retry them until then); at least `outboxDays`. */
   readonly outboxDeadDays: number;
+  /** Admin API audit entries after they were written (docs/admin-api.md#audit-log). */
+  readonly adminAuditDays: number;
 }
 
 /**
@@ -160,6 +175,8 @@ export interface RateLimitSettings {
   readonly mfaPerAccount: number;
   /** Wrong second-factor codes at sign-in per client per 15 minutes. */
   readonly mfaPerIp: number;
+  /** Admin API requests per API key per minute, every request counted (docs/admin-api.md#rate-limit). */
+  readonly adminPerKey: number;
 }
 
 /** OWASP Password Storage Cheat Sheet, argon2id first configuration; also the lowest accepted values. */
@@ -222,6 +239,12 @@ const DEFAULT_CHANGE_EMAIL_CONFIRM_PER_IP = 20;
  */
 const DEFAULT_MFA_PER_ACCOUNT = 10;
 const DEFAULT_MFA_PER_IP = 20;
+/**
+ * Admin API requests per key per minute: 600, ten a second on average, far above what a
+ * backend acting on behalf of its support staff needs, and a bound on what a leaked key can do
+ * (list every user, delete accounts) before someone revokes it.
+ */
+const DEFAULT_ADMIN_PER_KEY = 600;
 const MAX_RATE_LIMIT = 1_000_000;
 /**
  * Retention defaults in days (docs/operations.md, "Retention"). Sessions: a month of history
@@ -234,6 +257,8 @@ const DEFAULT_RETENTION_SESSIONS_DAYS = 30;
 const DEFAULT_RETENTION_CODES_DAYS = 7;
 const DEFAULT_RETENTION_OUTBOX_DAYS = 7;
 const DEFAULT_RETENTION_OUTBOX_DEAD_DAYS = 30;
+/** Admin API audit entries: a year, to answer "who did this to my account?" long after the fact. */
+const DEFAULT_RETENTION_ADMIN_AUDIT_DAYS = 365;
 /** Longest retention accepted: ten years, beyond any legal hold of this data. */
 const MAX_RETENTION_DAYS = 3650;
 /**
@@ -420,6 +445,14 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>>): C
     problems.push(`METRICS_PORT: must differ from PORT (${metricsPort})`);
   }
 
+  // The admin API on a listener of its own (docs/admin-api.md), off unless ADMIN_PORT is set. A
+  // port shared with the public or metrics listener would put the admin API where it must not be.
+  const adminPort = str('ADMIN_PORT') === undefined ? undefined : int('ADMIN_PORT', 0, 0, MAX_PORT);
+  if (adminPort !== undefined && adminPort !== 0) {
+    if (String(adminPort) === (str('PORT') ?? String(DEFAULT_PORT))) problems.push(`ADMIN_PORT: must differ from PORT (${adminPort}): the admin API never shares the public listener`);
+    if (metricsPort !== undefined && adminPort === metricsPort) problems.push(`ADMIN_PORT: must differ from METRICS_PORT (${adminPort})`);
+  }
+
   // Breached-password check: off unless asked for (it sends a hash prefix to a third party).
   const breachCheckRaw = str('PASSWORD_BREACH_CHECK') ?? 'off';
   let breachCheck: PasswordBreachSettings['check'] = 'off';
@@ -454,6 +487,7 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>>): C
     host: str('HOST') ?? '127.0.0.1',
     port,
     metricsPort,
+    admin: { host: str('ADMIN_HOST') ?? '127.0.0.1', port: adminPort },
     databaseUrl,
     databasePoolMax: int('DATABASE_POOL_MAX', DEFAULT_POOL_MAX, 1, MAX_POOL),
     databasePoolMode,
@@ -500,12 +534,14 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>>): C
       changeEmailConfirmPerIp: int('RATE_LIMIT_CHANGE_EMAIL_CONFIRM_PER_IP', DEFAULT_CHANGE_EMAIL_CONFIRM_PER_IP, 0, MAX_RATE_LIMIT),
       mfaPerAccount: int('RATE_LIMIT_MFA_PER_ACCOUNT', DEFAULT_MFA_PER_ACCOUNT, 0, MAX_RATE_LIMIT),
       mfaPerIp: int('RATE_LIMIT_MFA_PER_IP', DEFAULT_MFA_PER_IP, 0, MAX_RATE_LIMIT),
+      adminPerKey: int('RATE_LIMIT_ADMIN_PER_KEY', DEFAULT_ADMIN_PER_KEY, 0, MAX_RATE_LIMIT),
     },
     retention: {
       sessionsDays: int('RETENTION_SESSIONS_DAYS', DEFAULT_RETENTION_SESSIONS_DAYS, 0, MAX_RETENTION_DAYS),
       verificationCodesDays: int('RETENTION_VERIFICATION_CODES_DAYS', DEFAULT_RETENTION_CODES_DAYS, 0, MAX_RETENTION_DAYS),
       outboxDays: retentionOutboxDays,
       outboxDeadDays: retentionOutboxDeadDays,
+      adminAuditDays: int('RETENTION_ADMIN_AUDIT_DAYS', DEFAULT_RETENTION_ADMIN_AUDIT_DAYS, 0, MAX_RETENTION_DAYS),
     },
     passwordBreach: { check: breachCheck, apiUrl: breachApiUrl },
   };

@@ -25,7 +25,7 @@ const EXIT_OK = 0;
  * Starts the service, as `npm start` (`main.ts`) and `latchkey serve` (`cli.ts`) both do:
  * configuration from `env`, the database, migrations (unless MIGRATE_ON_START=false, in which
  * case a schema that is behind stops the start, docs/operations.md), the app, then listen on
- * HOST:PORT. SIGTERM and SIGINT close the server, the outbox worker and the database, and exit
+ * HOST:PORT (and METRICS_PORT, and ADMIN_HOST:ADMIN_PORT for the admin API, when set). SIGTERM and SIGINT close the server, the outbox worker and the database, and exit
  * the process with 0 (1 when closing fails or takes over {@link SHUTDOWN_TIMEOUT_MS}).
  *
  * @param env the environment, `process.env` by default.
@@ -96,6 +96,12 @@ export async function serve(env: Readonly<Record<string, string | undefined>> = 
     if (demoWarning !== undefined) log.warn(demoWarning);
     // METRICS_PORT: GET /metrics on a listener of its own (closed with the app).
     if (config.metricsPort !== undefined) await listenMetrics(running, { host: config.host, port: config.metricsPort });
+    // ADMIN_PORT: the admin API on a listener of its own (closed with the app), never on PORT.
+    if (running.admin !== null && config.admin.port !== undefined) {
+      await running.admin.listen({ host: config.admin.host, port: config.admin.port });
+      const address = running.admin.server.address() as AddressInfo;
+      log.info({ adminHost: config.admin.host, adminPort: address.port }, `admin API listening on ${config.admin.host}:${address.port} (docs/admin-api.md)`);
+    }
     return running;
   } catch (err) {
     await app?.close().catch(() => undefined);

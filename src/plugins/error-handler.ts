@@ -205,9 +205,10 @@ export function sendError(reply: FastifyReply, code: ErrorCode, message?: string
  * AppError as thrown; schema, JSON and content-type failures as the route's
  * `*.validation_failed` (400) with a message in plain words ({@link validationMessage});
  * oversized bodies as 413; database outages as 503; anything else as 500 `internal_error`
- * with the cause logged, never sent.
+ * with the cause logged, never sent. Unknown routes answer 404 `request.not_found`, or what
+ * `options.notFound` answers (the admin API's `admin.not_found`, after its key check).
  */
-export function registerErrorHandler(app: FastifyInstance): void {
+export function registerErrorHandler(app: FastifyInstance, options: { readonly notFound?: (request: FastifyRequest, reply: FastifyReply) => Promise<FastifyReply> } = {}): void {
   app.setErrorHandler((err: FastifyError | AppError, request: FastifyRequest, reply: FastifyReply) => {
     if (err instanceof AppError) {
       for (const [name, value] of Object.entries(err.headers)) reply.header(name, value);
@@ -236,5 +237,5 @@ export function registerErrorHandler(app: FastifyInstance): void {
     return sendError(reply, 'internal_error');
   });
 
-  app.setNotFoundHandler((_request, reply) => sendError(reply, 'request.not_found'));
+  app.setNotFoundHandler(options.notFound ?? ((_request, reply) => sendError(reply, 'request.not_found')));
 }

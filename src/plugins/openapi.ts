@@ -126,6 +126,13 @@ function canonicalJson(value: unknown): string {
   return JSON.stringify(value);
 }
 
+/** `schema` without its own `examples` (those of the members it contains are kept). */
+function withoutExamples(schema: unknown): unknown {
+  if (!isObject(schema)) return schema;
+  const { examples: _examples, ...rest } = schema;
+  return rest;
+}
+
 /**
  * Replaces every object schema that has a `title` (the spec's names: SignInRequest, Error,
  * SessionsResponse, ...) with a `$ref` to `components.schemas.<title>`, innermost first, so
@@ -140,16 +147,17 @@ function hoistTitledSchemas(node: unknown, components: JsonObject): unknown {
   if (typeof out.title !== 'string' || out.type !== 'object') return out;
   const name = out.title;
   const existing = components[name];
-  if (existing !== undefined && canonicalJson(existing) !== canonicalJson(out)) {
+  // @fastify/swagger moves a response schema's own `examples` to the media type: a shape that is
+  // a whole response somewhere (AdminUser) arrives here once with them and once without.
+  if (existing !== undefined && canonicalJson(withoutExamples(existing)) !== canonicalJson(withoutExamples(out))) {
     throw new Error(`OpenAPI: two different schemas are titled "${name}"`);
   }
-  components[name] = out;
+  if (existing === undefined || (isObject(existing) && existing.examples === undefined)) components[name] = out;
   return { $ref: `#/components/schemas/${name}` };
 }
 
-/** Where a path item's first tag comes in {@link TAGS}; untagged items last. */
-function tagRank(pathItem: unknown): number {
-  const names: string[] = Object.values(TAGS).map((tag) => tag.name);
+/** Where a path item's first tag comes in `names` (the document's tags in order); untagged items last. */
+function tagRank(pathItem: unknown, names: readonly string[]): number {
   const first = isObject(pathItem) ? Object.values(pathItem).find(isObject) : undefined;
   const tag = Array.isArray(first?.tags) ? first.tags[0] : undefined;
   const rank = typeof tag === 'string' ? names.indexOf(tag) : -1;
@@ -162,7 +170,7 @@ function tagRank(pathItem: unknown): number {
  * this service, 429 answers document their `Retry-After` header, and the paths come in the
  * order of their tags (a stable sort: within a tag, in the order the routes are registered).
  */
-function finishDocument(document: JsonObject): JsonObject {
+function finishDocument(document: JsonObject, variant: OpenApiVariant): JsonObject {
   const components = isObject(document.components) ? document.components : {};
   const schemas: JsonObject = isObject(components.schemas) ? components.schemas : {};
   for (const [name, schema] of Object.entries(schemas)) {
@@ -183,7 +191,7 @@ function finishDocument(document: JsonObject): JsonObject {
       for (const [status, response] of Object.entries(responses)) {
         if (!isObject(response)) continue;
         const hoisted = hoistTitledSchemas(response, schemas) as JsonObject;
-        hoisted.description = RESPONSE_DESCRIPTIONS[status] ?? STATUS_CODES[Number(status)] ?? status;
+        hoisted.description = variant.responseDescriptions[status] ?? STATUS_CODES[Number(status)] ?? status;
         if (status === '429') {
           hoisted.headers = { 'Retry-After': { description: 'Seconds until the limit resets.', schema: { type: 'integer', minimum: 0 } } };
         }
@@ -193,9 +201,66 @@ function finishDocument(document: JsonObject): JsonObject {
   }
   components.schemas = Object.fromEntries(Object.entries(schemas).sort(([a], [b]) => a.localeCompare(b)));
   document.components = components;
-  document.paths = Object.fromEntries(Object.entries(paths).sort(([, a], [, b]) => tagRank(a) - tagRank(b)));
+  const tagNames = variant.tags.map((tag) => tag.name);
+  document.paths = Object.fromEntries(Object.entries(paths).sort(([, a], [, b]) => tagRank(a, tagNames) - tagRank(b, tagNames)));
   return document;
 }
+
+/**
+ * What tells one OpenAPI document of the service from another: the public API's (prefix
+ * `/auth/v0`) and the admin API's (`/admin/v0`, on its own listener) share everything else.
+ */
+export interface OpenApiVariant {
+  readonly info: { readonly title: string; readonly description: string };
+  /** The document's tags in the order the reference page shows them. */
+  readonly tags: readonly { readonly name: string; readonly description: string }[];
+  /** The tag of the document's own route (`GET {prefix}/openapi.json`). */
+  readonly documentTag: string;
+  readonly securitySchemes: Readonly<Record<string, unknown>>;
+  /** What each status means, the `description` of every response object. */
+  readonly responseDescriptions: Readonly<Record<string, string>>;
+  /** The reference page's `<title>`. */
+  readonly pageTitle: string;
+}
+
+/** The public API's document (docs/api.md#openapi-document). */
+export const PUBLIC_OPENAPI: OpenApiVariant = {
+  info: {
+    title: 'Latchkey',
+    description:
+      'Accounts and sign-in for your applications: email verification, RS256 access tokens with a JWKS, rotating refresh tokens and sessions; every error is `{code, message}`.',
+  },
+  tags: Object.values(TAGS),
+  documentTag: TAGS.operations.name,
+  securitySchemes: {
+    bearerAuth: {
+      type: 'http',
+      scheme: 'bearer',
+      bearerFormat: 'JWT',
+      description: 'RS256 access token (`typ: at+jwt`) from sign-in or refresh; verify it with the JWKS.',
+    },
+    refreshCookie: {
+      type: 'apiKey',
+      in: 'cookie',
+      name: REFRESH_COOKIE_NAME,
+      description: 'The HttpOnly refresh cookie set by sign-in and refresh (Path=/auth/v0/refresh).',
+    },
+    mfaChallengeCookie: {
+      type: 'apiKey',
+      in: 'cookie',
+      name: 'mfa_challenge',
+      description: 'The HttpOnly challenge cookie a sign-in answered 403 auth.mfa_required sets (Path=/auth/v0/sign-in/mfa, 300 s).',
+    },
+    webauthnChallengeCookie: {
+      type: 'apiKey',
+      in: 'cookie',
+      name: 'webauthn_challenge',
+      description: 'The HttpOnly challenge cookie POST /auth/v0/sign-in/passkey/options sets (Path=/auth/v0/sign-in/passkey, 300 s, single use).',
+    },
+  },
+  responseDescriptions: RESPONSE_DESCRIPTIONS,
+  pageTitle: 'Latchkey API reference',
+};
 
 /**
  * Registers the OpenAPI 3.1 document, generated by `@fastify/swagger` from the route schemas
@@ -206,54 +271,28 @@ function finishDocument(document: JsonObject): JsonObject {
  *
  * Must be awaited before any route it documents is registered, the probes and `/metrics`
  * included: the document is collected from an `onRoute` hook. Every documented route names one
- * of the {@link TAGS}; the reference page's own routes and `schema.hide` routes (the demo page)
- * are left out.
+ * of the variant's tags; the reference page's own routes and `schema.hide` routes (the demo
+ * page) are left out.
  *
  * Schemas with an `$id` (Error, User, Session) become `components.schemas` entries under that
  * name and are referenced with `$ref`; other shapes are inlined.
+ * @param options.variant which document: the public API's (default) or the admin API's.
  */
-export async function registerOpenApi(app: FastifyInstance, options: { readonly prefix: string }): Promise<void> {
+export async function registerOpenApi(app: FastifyInstance, options: { readonly prefix: string; readonly variant?: OpenApiVariant }): Promise<void> {
+  const variant = options.variant ?? PUBLIC_OPENAPI;
   await app.register(fastifySwagger, {
     openapi: {
       openapi: OPENAPI_VERSION,
       info: {
-        title: 'Latchkey',
+        title: variant.info.title,
         version: INTERFACE_VERSION,
-        description:
-          'Accounts and sign-in for your applications: email verification, RS256 access tokens with a JWKS, rotating refresh tokens and sessions; every error is `{code, message}`.',
+        description: variant.info.description,
         license: { name: 'MIT', identifier: 'MIT' },
       },
-      tags: Object.values(TAGS).map((tag) => ({ name: tag.name, description: tag.description })),
-      components: {
-        securitySchemes: {
-          bearerAuth: {
-            type: 'http',
-            scheme: 'bearer',
-            bearerFormat: 'JWT',
-            description: 'RS256 access token (`typ: at+jwt`) from sign-in or refresh; verify it with the JWKS.',
-          },
-          refreshCookie: {
-            type: 'apiKey',
-            in: 'cookie',
-            name: REFRESH_COOKIE_NAME,
-            description: 'The HttpOnly refresh cookie set by sign-in and refresh (Path=/auth/v0/refresh).',
-          },
-          mfaChallengeCookie: {
-            type: 'apiKey',
-            in: 'cookie',
-            name: 'mfa_challenge',
-            description: 'The HttpOnly challenge cookie a sign-in answered 403 auth.mfa_required sets (Path=/auth/v0/sign-in/mfa, 300 s).',
-          },
-          webauthnChallengeCookie: {
-            type: 'apiKey',
-            in: 'cookie',
-            name: 'webauthn_challenge',
-            description: 'The HttpOnly challenge cookie POST /auth/v0/sign-in/passkey/options sets (Path=/auth/v0/sign-in/passkey, 300 s, single use).',
-          },
-        },
-      },
+      tags: variant.tags.map((tag) => ({ name: tag.name, description: tag.description })),
+      components: { securitySchemes: { ...variant.securitySchemes } as Record<string, never> },
     },
-    transformObject: (documentObject) => ('openapiObject' in documentObject ? finishDocument(documentObject.openapiObject as JsonObject) : documentObject.swaggerObject),
+    transformObject: (documentObject) => ('openapiObject' in documentObject ? finishDocument(documentObject.openapiObject as JsonObject, variant) : documentObject.swaggerObject),
     refResolver: {
       // Shared shapes keep their own name (`#/components/schemas/Error`) instead of `def-N`.
       buildLocalReference: (json, _baseUri, _fragment, i) => (typeof json.$id === 'string' ? json.$id : `def-${i}`),
@@ -270,7 +309,7 @@ export async function registerOpenApi(app: FastifyInstance, options: { readonly 
         schema: {
           summary: 'This document (OpenAPI 3.1)',
           operationId: 'getOpenApiDocument',
-          tags: [TAGS.operations.name],
+          tags: [variant.documentTag],
           response: { 200: OpenApiDocumentSchema, ...errorResponses() },
         },
       },
@@ -288,7 +327,7 @@ export async function registerOpenApi(app: FastifyInstance, options: { readonly 
       validatorUrl: false,
       logo: { type: 'image/svg+xml', content: Buffer.from(REFERENCE_LOGO_SVG), href: `${options.prefix}${API_REFERENCE_PATH}` },
       theme: {
-        title: 'Latchkey API reference',
+        title: variant.pageTitle,
         css: [{ filename: 'latchkey.css', content: REFERENCE_PAGE_CSS }],
         favicon: [{ filename: 'favicon.svg', rel: 'icon', sizes: 'any', type: 'image/svg+xml', content: Buffer.from(REFERENCE_FAVICON_SVG) }],
       },

@@ -119,10 +119,10 @@ describe('loadConfig (README "Configuration")', () => {
   });
 
   it('reads the retention periods (docs/operations.md, "Retention"): defaults, bounds, and dead emails kept at least as long as sent ones', () => {
-    expect(loadConfig({}).retention).toEqual({ sessionsDays: 30, verificationCodesDays: 7, outboxDays: 7, outboxDeadDays: 30 });
+    expect(loadConfig({}).retention).toEqual({ sessionsDays: 30, verificationCodesDays: 7, outboxDays: 7, outboxDeadDays: 30, adminAuditDays: 365 });
     expect(
-      loadConfig({ RETENTION_SESSIONS_DAYS: '0', RETENTION_VERIFICATION_CODES_DAYS: '1', RETENTION_OUTBOX_DAYS: '3', RETENTION_OUTBOX_DEAD_DAYS: '3650' }).retention,
-    ).toEqual({ sessionsDays: 0, verificationCodesDays: 1, outboxDays: 3, outboxDeadDays: 3650 });
+      loadConfig({ RETENTION_SESSIONS_DAYS: '0', RETENTION_VERIFICATION_CODES_DAYS: '1', RETENTION_OUTBOX_DAYS: '3', RETENTION_OUTBOX_DEAD_DAYS: '3650', RETENTION_ADMIN_AUDIT_DAYS: '30' }).retention,
+    ).toEqual({ sessionsDays: 0, verificationCodesDays: 1, outboxDays: 3, outboxDeadDays: 3650, adminAuditDays: 30 });
     expect(Object.isFrozen(loadConfig({}).retention)).toBe(true);
 
     let error: ConfigError | undefined;
@@ -211,6 +211,26 @@ describe('loadConfig: WEBAUTHN_RP_ID, WEBAUTHN_RP_NAME, WEBAUTHN_ORIGINS (docs/i
     ['an origin with a trailing slash', { WEBAUTHN_ORIGINS: 'http://localhost:3000/' }, /WEBAUTHN_ORIGINS: expected origins/],
     ['no origin', { WEBAUTHN_ORIGINS: ' , ' }, /WEBAUTHN_ORIGINS: at least one origin/],
   ])('refuses %s', (_name, env, message) => {
+    expect(() => loadConfig(env)).toThrow(message);
+  });
+});
+
+describe('loadConfig: ADMIN_HOST, ADMIN_PORT, RATE_LIMIT_ADMIN_PER_KEY (docs/admin-api.md)', () => {
+  it('has no admin API by default; ADMIN_HOST defaults to 127.0.0.1, not HOST', () => {
+    expect(loadConfig({}).admin).toEqual({ host: '127.0.0.1', port: undefined });
+    expect(loadConfig({ HOST: '0.0.0.0', ADMIN_PORT: '3001' }).admin).toEqual({ host: '127.0.0.1', port: 3001 });
+    expect(loadConfig({ ADMIN_HOST: '10.0.0.5', ADMIN_PORT: '3001' }).admin).toEqual({ host: '10.0.0.5', port: 3001 });
+    expect(loadConfig({}).rateLimits.adminPerKey).toBe(600);
+    expect(loadConfig({ RATE_LIMIT_ADMIN_PER_KEY: '0' }).rateLimits.adminPerKey).toBe(0);
+  });
+
+  it.each([
+    ['the public port', { ADMIN_PORT: '3000' }, /ADMIN_PORT: must differ from PORT \(3000\)/],
+    ['PORT as set', { PORT: '8080', ADMIN_PORT: '8080' }, /ADMIN_PORT: must differ from PORT \(8080\)/],
+    ['the metrics port', { METRICS_PORT: '9464', ADMIN_PORT: '9464' }, /ADMIN_PORT: must differ from METRICS_PORT \(9464\)/],
+    ['a port out of range', { ADMIN_PORT: '70000' }, /ADMIN_PORT: expected an integer from 0 to 65535/],
+    ['not a number', { ADMIN_PORT: 'admin' }, /ADMIN_PORT: expected an integer/],
+  ])('refuses to start with ADMIN_PORT on %s', (_name, env, message) => {
     expect(() => loadConfig(env)).toThrow(message);
   });
 });

@@ -1,5 +1,5 @@
 import type { Clock } from '../../clock.js';
-import type { Db } from '../../db/db.js';
+import type { Db, Queryable } from '../../db/db.js';
 import { AppError } from '../../errors.js';
 import { createAuthMetrics, type AccountDeletionCause, type AuthMetrics } from '../../metrics.js';
 import { queueSecurityNotice, type NoticeClient } from '../mail/notices.js';
@@ -20,7 +20,7 @@ export const DELETED_ACCOUNT_REASON = 'account deleted';
  * and not yet sent ({@link cancelEmailsTo}) and deletes the finished ones
  * ({@link deleteFinishedEmailsTo}), and the code emails of its unconfirmed email changes; then queues the `account_deleted` notice to its verified
  * address (docs/api.md#security-notices), which keeps the address, the username, the time, IP
- * address and user agent, and no reference to the user, until the retention worker deletes it. Shared by delete-account and `latchkey users delete`.
+ * address and user agent, and no reference to the user, until the retention worker deletes it. Shared by delete-account, the admin API and `latchkey users delete` (through {@link eraseAccountIn}).
  * @param d.expectedPasswordVersion delete only while the password is this version (delete-account checked it).
  * @param d.client where the request came from; nulls for an operator's command.
  * @returns the deleted user, or undefined when nothing was deleted (already gone, or the password changed).
@@ -29,21 +29,30 @@ export async function eraseAccount(
   db: Db,
   d: { userId: string; expectedPasswordVersion?: number | undefined; now: Date; client: NoticeClient },
 ): Promise<{ user: DeletedUser; noticeQueued: boolean } | undefined> {
-  return db.transaction(async (tx) => {
-    const user = await deleteUser(tx, d.userId, { expectedPasswordVersion: d.expectedPasswordVersion });
-    if (user === undefined) return undefined;
-    await deleteAccountRateLimits(tx, user.id);
-    if (user.email !== null) {
-      await cancelEmailsTo(tx, { recipient: user.email, reason: DELETED_ACCOUNT_REASON, now: d.now });
-      await deleteFinishedEmailsTo(tx, user.email);
-    }
-    for (const recipient of user.pendingEmailChanges) {
-      await cancelPendingEmails(tx, { kind: 'email_change', recipient, reason: DELETED_ACCOUNT_REASON, now: d.now });
-    }
-    const address = noticeAddress(user);
-    if (address !== null) await queueSecurityNotice(tx, { kind: 'account_deleted', recipient: address, username: user.username, at: d.now, client: d.client });
-    return { user, noticeQueued: address !== null };
-  });
+  return db.transaction((tx) => eraseAccountIn(tx, d));
+}
+
+/**
+ * {@link eraseAccount} inside the caller's open transaction `tx`, so that what records the
+ * deletion (the admin API's audit entry) commits with it or not at all.
+ */
+export async function eraseAccountIn(
+  tx: Queryable,
+  d: { userId: string; expectedPasswordVersion?: number | undefined; now: Date; client: NoticeClient },
+): Promise<{ user: DeletedUser; noticeQueued: boolean } | undefined> {
+  const user = await deleteUser(tx, d.userId, { expectedPasswordVersion: d.expectedPasswordVersion });
+  if (user === undefined) return undefined;
+  await deleteAccountRateLimits(tx, user.id);
+  if (user.email !== null) {
+    await cancelEmailsTo(tx, { recipient: user.email, reason: DELETED_ACCOUNT_REASON, now: d.now });
+    await deleteFinishedEmailsTo(tx, user.email);
+  }
+  for (const recipient of user.pendingEmailChanges) {
+    await cancelPendingEmails(tx, { kind: 'email_change', recipient, reason: DELETED_ACCOUNT_REASON, now: d.now });
+  }
+  const address = noticeAddress(user);
+  if (address !== null) await queueSecurityNotice(tx, { kind: 'account_deleted', recipient: address, username: user.username, at: d.now, client: d.client });
+  return { user, noticeQueued: address !== null };
 }
 
 /** Dependencies of {@link createAccountsService}. */

@@ -18,6 +18,7 @@ const RECOVERY_CODE_INFO = 'latchkey/recovery-code-hmac/v1';
 // key, invalidating outstanding verification codes and restarting every rate-limit window.
 const CODE_HMAC_INFO = 'auth-service/verification-code-hmac/v1';
 const RATE_LIMIT_HMAC_INFO = 'auth-service/rate-limit-subject-hmac/v1';
+const ADMIN_CURSOR_HMAC_INFO = 'latchkey/admin-cursor-hmac/v1';
 /** Length of each derived HMAC key in bytes: the SHA-256 block of output, 256 bits. */
 const DERIVED_KEY_BYTES = 32;
 /** Fewest bytes accepted in CODE_HMAC_KEY_FILE: 256 bits, the strength of the derived key (NIST SP 800-107 §5.3.4). */
@@ -61,6 +62,12 @@ export interface KeyStore {
   readonly codeHmacKey: Buffer;
   /** HMAC key for rate-limit subjects (addresses, identifiers), so the table holds no reversible hash of an address. */
   readonly rateLimitHmacKey: Buffer;
+  /**
+   * HMAC key of the admin API's pagination cursors, so that only cursors the service issued are
+   * accepted (docs/admin-api.md#pagination); derived from the signing key like the rate-limit
+   * key, so every instance that signs with one key accepts the others' cursors.
+   */
+  readonly adminCursorHmacKey: Buffer;
   /**
    * The second factor's keys (AES-256-GCM of TOTP secrets, HMAC-SHA-256 of recovery codes),
    * derived with HKDF-SHA-256 from MFA_KEY_FILE, else from a random key generated once into
@@ -215,6 +222,7 @@ export async function loadKeyStore(sources: KeySources): Promise<KeyStore> {
     jwksJson: JSON.stringify({ keys: jwks }),
     codeHmacKey: sources.codeHmacKeyFile === undefined ? derive(CODE_HMAC_INFO) : derive(CODE_HMAC_INFO, readCodeHmacKeyFile(sources.codeHmacKeyFile)),
     rateLimitHmacKey: derive(RATE_LIMIT_HMAC_INFO),
+    adminCursorHmacKey: derive(ADMIN_CURSOR_HMAC_INFO),
     mfa: { totpSecretKey: derive(TOTP_SECRET_INFO, mfaKeySource), recoveryCodeKey: derive(RECOVERY_CODE_INFO, mfaKeySource) },
   };
 }

@@ -69,6 +69,14 @@ export interface PasswordResetService {
    */
   handleRequest(tx: Queryable, email: string): Promise<boolean>;
   /**
+   * Issues a reset code to `user`'s email and queues its email inside `tx`, as a request for
+   * that address would (superseding older reset codes and cancelling their queued emails),
+   * without the rate limits: the admin API's `password-reset` (docs/admin-api.md). The caller
+   * nudges the outbox worker after commit.
+   * @returns false when the user has no email or was deleted meanwhile: nothing was queued.
+   */
+  issueCode(tx: Queryable, user: { id: string; username: string; email: string | null }): Promise<boolean>;
+  /**
    * Sets a new password with a reset code. The code is checked first (under its row lock; a
    * wrong one counts one of its 5 tries), then the password policy (a refused password leaves
    * the code usable), then, in one transaction: the code is consumed (of two parallel right
@@ -87,6 +95,13 @@ export interface PasswordResetService {
 /** Builds the {@link PasswordResetService}. */
 export function createPasswordResetService(deps: PasswordResetDeps): PasswordResetService {
   const { db, clock, hasher, codes, limiter, rules, log, metrics, codeTtlSeconds, onEmailQueued } = deps;
+
+  const issueCode: PasswordResetService['issueCode'] = async (tx, user) => {
+    if (user.email === null) return false;
+    const target = { id: user.id, username: user.username, email: user.email };
+    // False when the user was deleted since the lookup: nothing was queued either.
+    return codes.issue(tx, { purpose: 'password_reset', user: target, ttlSeconds: codeTtlSeconds });
+  };
 
   const rateLimited = (retryAfterSeconds: number): AppError =>
     new AppError('auth.password_reset.rate_limited', { headers: { 'retry-after': String(retryAfterSeconds) } });
@@ -118,11 +133,10 @@ export function createPasswordResetService(deps: PasswordResetDeps): PasswordRes
 
     async handleRequest(tx, email) {
       const user = await findUserByEmail(tx, email);
-      if (user === undefined || user.email === null) return false;
-      const target = { id: user.id, username: user.username, email: user.email };
-      // False when the user was deleted since the lookup: nothing was queued either.
-      return codes.issue(tx, { purpose: 'password_reset', user: target, ttlSeconds: codeTtlSeconds });
+      return user === undefined ? false : issueCode(tx, user);
     },
+
+    issueCode,
 
     async confirm(input, client) {
       const ip = client.ip ?? UNKNOWN_CLIENT;

@@ -8,6 +8,9 @@ export const HOUR_WINDOW_SECONDS = 60 * 60;
 /** One resend per address per 60 s (docs/decisions.md, "Verification codes"); not configurable. */
 export const RESEND_WINDOW_SECONDS = 60;
 
+/** Window of the admin API's per-key limit: a minute, so a backend's burst is judged over a short span. */
+export const ADMIN_WINDOW_SECONDS = 60;
+
 /** Window of the notices sent at most once a day. */
 export const DAY_WINDOW_SECONDS = 24 * 60 * 60;
 
@@ -93,6 +96,8 @@ export interface RateLimitRules {
   readonly passkeyOptionsPerIp: RateLimitRule;
   /** Passkey registration options per user, every one counted: each stores a challenge (the oldest beyond a few are replaced). */
   readonly passkeyRegistrationPerUser: RateLimitRule;
+  /** Admin API requests per API key (its id), every authenticated request counted (docs/admin-api.md#rate-limit). */
+  readonly adminPerKey: RateLimitRule;
 }
 
 /** Builds the rules from the configured limits. */
@@ -123,5 +128,6 @@ export function rateLimitRules(settings: RateLimitSettings): RateLimitRules {
       windowSeconds: FAILURE_WINDOW_SECONDS,
     },
     passkeyOptionsPerIp: { name: 'passkey_options_ip', subject: 'client', limit: settings.signInPerIp * PASSKEY_OPTIONS_PER_SIGN_IN, windowSeconds: FAILURE_WINDOW_SECONDS },
+    adminPerKey: { name: 'admin_key', subject: 'secret', limit: settings.adminPerKey, windowSeconds: ADMIN_WINDOW_SECONDS },
   };
 }

@@ -172,3 +172,13 @@ export async function eraseExpiredSuccessors(q: Queryable, before: Date, limit: 
   );
   return rowCount;
 }
+
+/**
+ * Deletes up to `limit` admin API audit entries written before `before`, oldest first (index
+ * `admin_audit_log_at_idx`, migration 015): RETENTION_ADMIN_AUDIT_DAYS after they were written.
+ * @returns how many entries were deleted.
+ */
+export async function purgeAdminAuditEntries(q: Queryable, before: Date, limit: number): Promise<number> {
+  const { rowCount } = await q.query(batchedDeleteSql('admin_audit_log', { ended: 'at' }), [before, limit]);
+  return rowCount;
+}

@@ -6,7 +6,7 @@ import type { AuthMetrics } from '../../metrics.js';
 import { deleteExpiredUnverifiedUsers } from '../accounts/accounts.repo.js';
 import { cancelEmailsTo } from '../mail/outbox.repo.js';
 import { purgeInBatches, type BatchOptions } from './batches.js';
-import { eraseExpiredSuccessors, purgeDeadEmails, purgeEndedSessions, purgeEndedVerificationCodes, purgeExpiredMfaChallenges, purgeExpiredWebauthnChallenges, purgeFinishedEmails } from './retention.repo.js';
+import { eraseExpiredSuccessors, purgeAdminAuditEntries, purgeDeadEmails, purgeEndedSessions, purgeEndedVerificationCodes, purgeExpiredMfaChallenges, purgeExpiredWebauthnChallenges, purgeFinishedEmails } from './retention.repo.js';
 
 /**
  * How often the purges run, in milliseconds. Retention is counted in days, so a row goes at
@@ -70,6 +70,8 @@ export interface RetentionReport {
   deadEmails: number;
   /** Users deleted because their email was never verified in UNVERIFIED_ACCOUNT_TTL_SECONDS (each with its codes). */
   unverifiedUsers: number;
+  /** Admin API audit entries deleted, RETENTION_ADMIN_AUDIT_DAYS after they were written. */
+  adminAuditEntries: number;
   /** False when a purge stopped at {@link MAX_BATCHES_PER_RUN}, at a stop, or failed: the rest goes in a later run. */
   complete: boolean;
 }
@@ -115,7 +117,8 @@ export interface RetentionWorkerDeps {
 /**
  * Creates the worker that keeps every table bounded (docs/operations.md, "Retention"): ended
  * sessions with their refresh tokens and devices, ended verification codes, finished and dead
- * outbox rows after their periods, and sealed successors once their grace window passed. Every
+ * outbox rows and admin API audit entries after their periods, and sealed successors once their
+ * grace window passed. Every
  * purge runs in bounded statements under an index (retention.repo.ts, {@link purgeInBatches}),
  * so several instances may run it at once on one database. Rate-limit windows keep their own
  * purge (rate-limits.service.ts).
@@ -143,7 +146,7 @@ export function createRetentionWorker(deps: RetentionWorkerDeps): RetentionWorke
   const purgeAll = async (): Promise<RetentionReport> => {
     const now = clock.now();
     const own = generation;
-    const report: RetentionReport = { sessions: 0, devices: 0, verificationCodes: 0, mfaChallenges: 0, webauthnChallenges: 0, finishedEmails: 0, deadEmails: 0, unverifiedUsers: 0, complete: true };
+    const report: RetentionReport = { sessions: 0, devices: 0, verificationCodes: 0, mfaChallenges: 0, webauthnChallenges: 0, finishedEmails: 0, deadEmails: 0, unverifiedUsers: 0, adminAuditEntries: 0, complete: true };
     const run = async (name: string, purge: (limit: number) => Promise<number>, size: number): Promise<number> => {
       try {
         // After a stop, the purges not yet begun are skipped too.
@@ -202,7 +205,10 @@ export function createRetentionWorker(deps: RetentionWorkerDeps): RetentionWorke
     report.finishedEmails = await run('email_outbox', (limit) => purgeFinishedEmails(db, finishedBefore, limit), batchSize);
     const deadBefore = before(now, retention.outboxDeadDays);
     report.deadEmails = await run('email_outbox_dead', (limit) => purgeDeadEmails(db, deadBefore, limit), batchSize);
-    const deleted = report.unverifiedUsers + report.sessions + report.devices + report.verificationCodes + report.mfaChallenges + report.webauthnChallenges + report.finishedEmails + report.deadEmails;
+    const auditBefore = before(now, retention.adminAuditDays);
+    report.adminAuditEntries = await run('admin_audit_log', (limit) => purgeAdminAuditEntries(db, auditBefore, limit), batchSize);
+    const deleted =
+      report.unverifiedUsers + report.sessions + report.devices + report.verificationCodes + report.mfaChallenges + report.webauthnChallenges + report.finishedEmails + report.deadEmails + report.adminAuditEntries;
     if (deleted > 0 || !report.complete) log.info({ retention: report }, 'retention purge');
     return report;
   };

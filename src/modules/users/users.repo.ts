@@ -30,20 +30,21 @@ const TAKEN_BY_CONSTRAINT = {
 } as const;
 
 /**
- * Inserts a user. The unique indexes decide races: of parallel sign-ups with one username,
+ * Inserts a user, its email unverified unless `is_email_verified` says otherwise (a user the
+ * admin API creates). The unique indexes decide races: of parallel sign-ups with one username,
  * exactly one insert succeeds.
  * @throws AppError `auth.sign_up.{username,email,phone}_taken` (409) on a unique violation.
  */
 export async function insertUser(
   q: Queryable,
-  user: Omit<UserRow, 'is_email_verified' | 'is_phone_verified' | 'password_version'>,
+  user: Omit<UserRow, 'is_email_verified' | 'is_phone_verified' | 'password_version'> & { is_email_verified?: boolean },
   now: Date,
 ): Promise<UserRow> {
   try {
     const { rows } = await q.query<UserRow>(
-      `INSERT INTO users (id, username, email, phone, password_hash, created_at, updated_at)
-       VALUES ($1, $2, $3, $4, $5, $6, $6) RETURNING ${USER_COLUMNS}`,
-      [user.id, user.username, user.email, user.phone, user.password_hash, now],
+      `INSERT INTO users (id, username, email, phone, password_hash, is_email_verified, created_at, updated_at)
+       VALUES ($1, $2, $3, $4, $5, $7, $6, $6) RETURNING ${USER_COLUMNS}`,
+      [user.id, user.username, user.email, user.phone, user.password_hash, now, user.is_email_verified ?? false],
     );
     return rows[0]!;
   } catch (err) {
