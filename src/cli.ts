@@ -14,6 +14,9 @@ Commands:
   outbox retry              put dead outbox rows back to pending <id> | --all-dead
   sessions revoke           revoke every active session of a user --user <id|username>
   users delete              delete a user's account and everything it owns --user <id|username>
+  admin-keys create         make an admin API key --name NAME --scopes SCOPE,SCOPE [--expires-in-days N]
+  admin-keys list           show the admin API keys (never the keys themselves)
+  admin-keys revoke         stop an admin API key at once <id>
 
 Every command reads the service's configuration from the environment (README, "Configuration")
 and takes --help. Exit codes: 0 success, 1 failure, 2 bad usage.
@@ -64,6 +67,8 @@ async function cli(argv: readonly string[]): Promise<number | undefined> {
       return (await import('./modules/sessions/sessions.cli.js')).runSessionsCommand(rest, io);
     case 'users':
       return (await import('./modules/accounts/accounts.cli.js')).runUsersCommand(rest, io);
+    case 'admin-keys':
+      return (await import('./modules/admin/admin-keys.cli.js')).runAdminKeysCommand(rest, io);
     case 'help':
     case '--help':
     case '-h':

@@ -9,7 +9,8 @@ import {
   type DatabaseCommandIo,
 } from '../../cli-support.js';
 import { securityEvent } from '../audit/security-events.js';
-import { eraseAccount } from './accounts.service.js';
+import { CLI_ACTOR } from '../admin/admin-audit.repo.js';
+import { deleteUserAccount } from '../admin/operator-actions.js';
 
 /** `latchkey users --help`. */
 export const USERS_USAGE = `Usage: latchkey users delete --user <id|username>
@@ -24,7 +25,8 @@ See "latchkey users delete --help".
 export const USERS_DELETE_USAGE = `Usage: latchkey users delete --user <id|username>
 
 Deletes the user's account as POST /auth/v0/delete-account does, without its password: the
-user, its devices, sessions, refresh tokens and codes, in one transaction. Its refresh and
+user, its devices, sessions, refresh tokens and codes, in one transaction, with a "user.delete"
+entry of the admin audit log (key "cli"), exactly as DELETE /admin/v0/users/{id} does. Its refresh and
 access tokens stop working at this service at once (services that verify access tokens with
 the JWKS alone accept them until they expire, ACCESS_TOKEN_TTL_SECONDS). Its username, email
 and phone are free for a new sign-up. Emails queued to its address and not yet sent are
@@ -44,7 +46,7 @@ async function deleteCommand(argv: readonly string[], io: DatabaseCommandIo): Pr
   const who = parseUserOption(argv);
   return withCommandDatabase(io, async (db, { config, clock }) => {
     const { user, by } = await findUserNamed(db, who);
-    const erased = user === undefined ? undefined : await eraseAccount(db, { userId: user.id, now: clock.now(), client: { ip: null, userAgent: null } });
+    const erased = user === undefined ? undefined : await deleteUserAccount(db, CLI_ACTOR, user.id, clock.now());
     if (user === undefined || erased === undefined) {
       io.stderr(`No user with ${by} "${who}".\n`);
       return EXIT_ERROR;
@@ -56,8 +58,9 @@ async function deleteCommand(argv: readonly string[], io: DatabaseCommandIo): Pr
 }
 
 /**
- * `latchkey users delete --user <id|username>`: deletes one account with
- * {@link eraseAccount} (notice included) and logs an `account.deleted` security event to stderr.
+ * `latchkey users delete --user <id|username>`: deletes one account with the admin API's
+ * {@link deleteUserAccount} (notice and audit entry included, actor `cli`) and logs an
+ * `account.deleted` security event to stderr.
  *
  * @param argv the arguments after `users`.
  * @returns 0 on success or help; 1 when the configuration is bad, the schema is behind or the

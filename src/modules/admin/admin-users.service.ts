@@ -5,13 +5,11 @@ import type { Db, Queryable } from '../../db/db.js';
 import { AppError, type ErrorCode } from '../../errors.js';
 import type { AuthMetrics } from '../../metrics.js';
 import { normalizePassword, type PasswordHasher } from '../../crypto/password.js';
-import { eraseAccountIn } from '../accounts/accounts.service.js';
-import type { DeletedUser } from '../accounts/accounts.repo.js';
 import { securityEvent } from '../audit/security-events.js';
-import { queueSecurityNotice, type NoticeClient } from '../mail/notices.js';
+import { queueSecurityNotice } from '../mail/notices.js';
 import { deleteTotp, findTotp } from '../mfa/mfa.repo.js';
 import type { PasswordResetService } from '../password-reset/password-reset.service.js';
-import { findSessionOwner, listActiveSessions, revokeActiveSessions, revokeSession } from '../sessions/sessions.repo.js';
+import { findSessionOwner, listActiveSessions, revokeSession } from '../sessions/sessions.repo.js';
 import type { BreachedPasswordCheck } from '../users/breached-passwords.js';
 import { normalizeEmail, normalizePhone, normalizeUsername } from '../users/identifiers.js';
 import { checkPassword, SERVICE_NAME } from '../users/password-policy.js';
@@ -21,9 +19,7 @@ import { recordAdminAudit, type AuditActor } from './admin-audit.repo.js';
 import { findAdminUser, listAdminUsers, updateUserIdentity, type UserIdentityFields } from './admin-users.repo.js';
 import { toAdminSession, toAdminUser, type AdminSession, type AdminUser, type BanRequest, type CreateUserRequest, type UpdateUserRequest } from './admin.schemas.js';
 import { pageOf, positionAfter } from './keyset-cursor.js';
-
-/** Where an operator's change comes from, as a security notice tells it: no network address, no user agent ("an operator of the service"). */
-export const OPERATOR_CLIENT: NoticeClient = Object.freeze({ ip: null, userAgent: null });
+import { deleteUserAccount, OPERATOR_CLIENT, revokeUserSessions } from './operator-actions.js';
 
 /** The sign-up 409 codes of `insertUser` and the admin API's codes for the same conflicts. */
 const ADMIN_TAKEN: Partial<Record<ErrorCode, ErrorCode>> = {
@@ -35,38 +31,6 @@ const ADMIN_TAKEN: Partial<Record<ErrorCode, ErrorCode>> = {
 /** A 400 of the admin API with a message that says which rule failed. */
 function invalid(message: string): AppError {
   return new AppError('admin.validation_failed', { message });
-}
-
-/**
- * Deletes the account `userId` as its owner's deletion does (docs/api.md#delete-account: the
- * user, its sessions, codes, second factor and passkeys, its queued emails cancelled, a notice
- * to its verified address from "an operator of the service") and records `user.delete` in the
- * same transaction. One implementation for `DELETE /admin/v0/users/{user_id}` and
- * `latchkey users delete` (actor {@link CLI_ACTOR}).
- * @returns the deleted user, or undefined when there is no such user (nothing recorded).
- */
-export async function deleteUserAccount(db: Db, actor: AuditActor, userId: string, now: Date): Promise<{ user: DeletedUser; noticeQueued: boolean } | undefined> {
-  return db.transaction(async (tx) => {
-    const erased = await eraseAccountIn(tx, { userId, now, client: OPERATOR_CLIENT });
-    if (erased !== undefined) await recordAdminAudit(tx, actor, { action: 'user.delete', userId, details: { username: erased.user.username } }, now);
-    return erased;
-  });
-}
-
-/**
- * Revokes every active session of user `userId` (`revoked_reason = 'revoked_by_admin'`; its
- * refresh tokens and, at this service, access tokens stop working at once) and records
- * `sessions.revoke_all` in the same transaction when it revoked any. One implementation for
- * `DELETE /admin/v0/users/{user_id}/sessions` and `latchkey sessions revoke`.
- * @returns how many sessions it revoked, or undefined when there is no such user.
- */
-export async function revokeUserSessions(db: Db, actor: AuditActor, userId: string, now: Date): Promise<number | undefined> {
-  return db.transaction(async (tx) => {
-    if (!(await lockUser(tx, userId))) return undefined;
-    const count = await revokeActiveSessions(tx, userId, 'revoked_by_admin', now);
-    if (count > 0) await recordAdminAudit(tx, actor, { action: 'sessions.revoke_all', userId, details: { sessions_revoked: count } }, now);
-    return count;
-  });
 }
 
 /** Dependencies of {@link createAdminUsersService}. */

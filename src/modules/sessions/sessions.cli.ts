@@ -9,7 +9,8 @@ import {
   type DatabaseCommandIo,
 } from '../../cli-support.js';
 import { securityEvent } from '../audit/security-events.js';
-import { revokeActiveSessions } from './sessions.repo.js';
+import { CLI_ACTOR } from '../admin/admin-audit.repo.js';
+import { revokeUserSessions } from '../admin/operator-actions.js';
 
 /** `latchkey sessions --help`. */
 export const SESSIONS_USAGE = `Usage: latchkey sessions revoke --user <id|username>
@@ -23,11 +24,11 @@ See "latchkey sessions revoke --help".
 /** `latchkey sessions revoke --help`. */
 export const SESSIONS_REVOKE_USAGE = `Usage: latchkey sessions revoke --user <id|username>
 
-Revokes every active session of the user, as DELETE /auth/v0/sessions would, and prints how
-many it revoked. The user's refresh tokens stop working at once, and so do the access tokens
+Revokes every active session of the user, as DELETE /admin/v0/users/{id}/sessions does, and
+prints how many it revoked; the admin audit log records it (key "cli") when there was any. The user's refresh tokens stop working at once, and so do the access tokens
 at this service (it checks the session on every request). Services that verify access tokens
 with the JWKS alone accept them until they expire (ACCESS_TOKEN_TTL_SECONDS).
-The user can sign in again: there is no account disabling yet.
+The user can sign in again; to stop that, ban the user (POST /admin/v0/users/{id}/ban).
 
 Options:
   --user U    the user's id (a UUID) or username
@@ -42,11 +43,11 @@ async function revokeCommand(argv: readonly string[], io: DatabaseCommandIo): Pr
   const who = parseUserOption(argv);
   return withCommandDatabase(io, async (db, { config, clock }) => {
     const { user, by } = await findUserNamed(db, who);
-    if (user === undefined) {
+    const count = user === undefined ? undefined : await revokeUserSessions(db, CLI_ACTOR, user.id, clock.now());
+    if (user === undefined || count === undefined) {
       io.stderr(`No user with ${by} "${who}".\n`);
       return EXIT_ERROR;
     }
-    const count = await revokeActiveSessions(db, user.id, 'revoked_by_admin', clock.now());
     securityEvent(auditLogger(config, io), 'session.revoked', { userId: user.id, reason: 'revoked_by_admin', count });
     io.stdout(`Revoked ${count} active session${count === 1 ? '' : 's'} of ${user.username} (${user.id}).\n`);
     return EXIT_OK;
@@ -55,7 +56,8 @@ async function revokeCommand(argv: readonly string[], io: DatabaseCommandIo): Pr
 
 /**
  * `latchkey sessions revoke --user <id|username>`: revokes every active
- * session of one user (soft, `revoked_reason = 'revoked_by_admin'`) and logs a `session.revoked`
+ * session of one user with the admin API's {@link revokeUserSessions} (soft,
+ * `revoked_reason = 'revoked_by_admin'`, audited with actor `cli`) and logs a `session.revoked`
  * security event to stderr.
  *
  * @param argv the arguments after `sessions`.
