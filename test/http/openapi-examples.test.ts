@@ -15,21 +15,16 @@
  *
  * A new operation without a fixture, or with a body or query but no example, fails here.
  */
-import { AjvCompiler } from '@fastify/ajv-compiler';
 import { afterAll, describe, expect, it } from 'vitest';
-import { AJV_OPTIONS } from '../../src/app.js';
 import { hmacSha256 } from '../../src/crypto/secrets.js';
 import { normalizeEmail } from '../../src/modules/users/identifiers.js';
 import { registrationOptions, signInOptions, withPasskey } from '../helpers/passkeys.js';
 import { SoftwareAuthenticator } from '../helpers/webauthn.js';
 import { createTestContext, type TestContext } from '../helpers/context.js';
+import { documentExamples, examplesOf, HTTP_METHODS, type Json } from '../helpers/openapi.js';
 import { createVerifiedUser, latestCode, PASSWORD, postJson, setCookies, signIn, uniqueName } from '../helpers/flows.js';
 import { stepAt, totpForStep } from '../helpers/totp.js';
 import { recoveryCodeHash } from '../../src/modules/mfa/totp.js';
-
-type Json = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
-
-const HTTP_METHODS = ['get', 'put', 'post', 'delete', 'patch', 'head', 'options', 'trace'];
 
 // The document is read once, before the tests are collected, so each example gets a test of its own.
 const ctx = await createTestContext();
@@ -45,75 +40,7 @@ async function emptyDatabase(): Promise<void> {
   ctx.smtp.messages.length = 0;
 }
 
-/** `schema` with every `$ref` to `#/components/schemas/X` replaced by that component (the document has no cycles). */
-function deref(schema: unknown): unknown {
-  if (Array.isArray(schema)) return schema.map(deref);
-  if (schema === null || typeof schema !== 'object') return schema;
-  const ref = (schema as Json).$ref;
-  if (typeof ref === 'string') {
-    const name = /^#\/components\/schemas\/(.+)$/.exec(ref)?.[1];
-    const target = name === undefined ? undefined : document.components.schemas[name];
-    if (target === undefined) throw new Error(`unresolved $ref ${ref}`);
-    return deref(target);
-  }
-  return Object.fromEntries(Object.entries(schema).map(([k, v]) => [k, deref(v)]));
-}
-
-/** Ajv as production builds it for request validation (same compiler, same options, ajv-formats). */
-const compile = AjvCompiler()({}, AJV_OPTIONS);
-function validate(schema: unknown, value: unknown): string | undefined {
-  const check = compile({ schema: deref(schema) as Json, method: 'GET', url: '/', httpPart: 'body' });
-  return check(value) ? undefined : JSON.stringify(check.errors);
-}
-
-interface Example {
-  readonly where: string;
-  readonly schema: unknown;
-  readonly value: unknown;
-}
-
-/** The examples of a media type or parameter object: `example`, or each `examples.<name>.value`. */
-function examplesOf(holder: Json): { name: string; value: unknown }[] {
-  const out: { name: string; value: unknown }[] = [];
-  if ('example' in holder) out.push({ name: 'example', value: holder.example });
-  for (const [name, example] of Object.entries((holder.examples ?? {}) as Json)) out.push({ name, value: (example as Json).value });
-  return out;
-}
-
-/** Every `examples` entry of a schema and of the schemas inside it. */
-function schemaExamples(schema: unknown, where: string, out: Example[]): void {
-  if (schema === null || typeof schema !== 'object') return;
-  const s = schema as Json;
-  if (Array.isArray(s.examples)) s.examples.forEach((value: unknown, i: number) => out.push({ where: `${where} examples[${i}]`, schema: s, value }));
-  for (const [name, property] of Object.entries((s.properties ?? {}) as Json)) schemaExamples(property, `${where}.${name}`, out);
-  if (typeof s.items === 'object') schemaExamples(s.items, `${where}[]`, out);
-  for (const keyword of ['anyOf', 'oneOf', 'allOf'] as const) (s[keyword] as unknown[] | undefined)?.forEach((branch, i) => schemaExamples(branch, `${where}/${keyword}/${i}`, out));
-  if (typeof s.additionalProperties === 'object') schemaExamples(s.additionalProperties, `${where}{}`, out);
-}
-
-/** Every example of the document with the schema it must satisfy. */
-function allExamples(): Example[] {
-  const out: Example[] = [];
-  for (const [name, schema] of Object.entries(document.components.schemas as Json)) schemaExamples(schema, `components.schemas.${name}`, out);
-  for (const [path, item] of Object.entries(document.paths as Json)) {
-    for (const [method, operation] of Object.entries(item as Json)) {
-      if (!HTTP_METHODS.includes(method)) continue;
-      const at = `${method.toUpperCase()} ${path}`;
-      const media: [string, Json][] = [
-        ...Object.entries((operation.requestBody?.content ?? {}) as Json).map(([type, m]) => [`${at} request ${type}`, m as Json] as [string, Json]),
-        ...Object.entries((operation.responses ?? {}) as Json).flatMap(([status, response]) =>
-          Object.entries(((response as Json).content ?? {}) as Json).map(([type, m]) => [`${at} ${status} ${type}`, m as Json] as [string, Json]),
-        ),
-        ...((operation.parameters ?? []) as Json[]).map((p) => [`${at} ${p.in} parameter ${p.name}`, p] as [string, Json]),
-      ];
-      for (const [where, holder] of media) {
-        for (const { name, value } of examplesOf(holder)) out.push({ where: `${where} ${name}`, schema: holder.schema, value });
-        schemaExamples(holder.schema, `${where} schema`, out);
-      }
-    }
-  }
-  return out;
-}
+const { validate, allExamples } = documentExamples(document);
 
 interface Operation {
   readonly method: string;
