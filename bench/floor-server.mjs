@@ -23,12 +23,18 @@
 //                          the RS256 signature computed meanwhile; Set-Cookie and the body.
 //   POST /auth/v0/sign-up  sign-up floor: the password policy (the service's checkPassword),
 //                          one argon2id hash, one INSERT of the user; 201 {user}.
+//   GET  /admin/v0/users/:id   admin read floor: SHA-256 of the admin API key, then one
+//                          statement that reads the key by primary key and the user by primary
+//                          key with its AdminUser members; the hashes compared in constant time.
+//   GET  /admin/v0/users?query=<prefix>&limit=N   admin search floor: the same key check, in
+//                          one statement with the page: the users whose username or email
+//                          starts with the prefix, newest first, under the prefix indexes.
 //   GET  /healthz          readiness probe.
 //
 // argon2id runs at most argon2Concurrency() at a time, as in the service (one per core: more
 // add no throughput and would queue the RS256 signatures behind them on libuv's pool). Logging
 // off, like the other references. Listens on 127.0.0.1, port from PORT (0: any).
-import { createHash, createPrivateKey, createPublicKey, randomBytes, randomUUID, sign as rsaSign, verify as rsaVerify } from 'node:crypto';
+import { createHash, createPrivateKey, createPublicKey, randomBytes, randomUUID, sign as rsaSign, timingSafeEqual, verify as rsaVerify } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { hash, verify } from '@node-rs/argon2';
 import Fastify from 'fastify';
@@ -182,6 +188,73 @@ app.post('/auth/v0/sign-up', async (request, reply) => {
     if (err.code === '23505') return reply.code(409).send({ code: 'taken' });
     throw err;
   }
+});
+
+/** The admin API key of a request: its id (a UUID) and its text, or undefined. */
+function adminKeyOf(authorization) {
+  const m = /^Bearer +(lk_admin_([0-9a-f]{32})_[A-Za-z0-9_-]{43})$/.exec(authorization ?? '');
+  if (m === null) return undefined;
+  const hex = m[2];
+  return { id: `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`, text: m[1] };
+}
+const hashMatches = (text, stored) => stored != null && timingSafeEqual(Buffer.from(sha256(text)), Buffer.from(stored));
+/** The key row of the admin floors: live keys only, with `users:read`. */
+const ADMIN_KEY_SQL = `SELECT key_hash FROM admin_api_keys WHERE id = $1 AND revoked_at IS NULL AND (expires_at IS NULL OR expires_at > now()) AND 'users:read' = ANY(scopes)`;
+const ADMIN_USER_COLUMNS = `u.id, u.username, u.email, u.phone, u.is_email_verified, u.is_phone_verified, u.created_at, u.last_sign_in_at,
+  u.password_hash IS NOT NULL AS has_password,
+  EXISTS (SELECT 1 FROM mfa_totp m WHERE m.user_id = u.id AND m.enabled_at IS NOT NULL) AS mfa_enabled,
+  (SELECT count(*) FROM passkeys p WHERE p.user_id = u.id)::int AS passkeys, u.banned_at, u.banned_until, u.ban_reason`;
+const adminUser = (u) => {
+  const banned = u.banned_at !== null && (u.banned_until === null || u.banned_until > new Date());
+  return {
+    ...wireUser(u),
+    created_at: u.created_at.toISOString(),
+    last_sign_in_at: u.last_sign_in_at?.toISOString() ?? null,
+    has_password: u.has_password,
+    mfa_enabled: u.mfa_enabled,
+    passkeys: u.passkeys,
+    identities: [],
+    banned,
+    banned_until: banned ? (u.banned_until?.toISOString() ?? null) : null,
+    ban_reason: banned ? u.ban_reason : null,
+  };
+};
+
+app.get('/admin/v0/users/:id', async (request, reply) => {
+  const key = adminKeyOf(request.headers.authorization);
+  if (key === undefined) return unauthorized(reply);
+  const { rows } = await run(
+    'admin_read',
+    `WITH k AS (${ADMIN_KEY_SQL}) SELECT (SELECT key_hash FROM k) AS key_hash, ${ADMIN_USER_COLUMNS}
+       FROM (SELECT 1) one LEFT JOIN users u ON u.id = $2`,
+    [key.id, request.params.id],
+  );
+  const row = rows[0];
+  if (!hashMatches(key.text, row?.key_hash)) return unauthorized(reply);
+  if (row.id === null) return reply.code(404).send({ code: 'not_found' });
+  return adminUser(row);
+});
+
+app.get('/admin/v0/users', async (request, reply) => {
+  const key = adminKeyOf(request.headers.authorization);
+  if (key === undefined) return unauthorized(reply);
+  const limit = Number(request.query.limit ?? 50);
+  const prefix = `${String(request.query.query ?? '').toLowerCase().replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
+  const { rows } = await run(
+    'admin_search',
+    `WITH k AS (${ADMIN_KEY_SQL}), page AS (
+       SELECT id, created_at FROM (
+         (SELECT id, created_at FROM users WHERE username LIKE $2 ORDER BY created_at DESC, id DESC LIMIT $3)
+         UNION (SELECT id, created_at FROM users WHERE email LIKE $2 ORDER BY created_at DESC, id DESC LIMIT $3)
+       ) m ORDER BY created_at DESC, id DESC LIMIT $3)
+     SELECT (SELECT key_hash FROM k) AS key_hash, ${ADMIN_USER_COLUMNS}
+       FROM (SELECT 1) one LEFT JOIN (page JOIN users u ON u.id = page.id) ON true
+      ORDER BY u.created_at DESC, u.id DESC`,
+    [key.id, prefix, limit + 1],
+  );
+  if (!hashMatches(key.text, rows[0]?.key_hash)) return unauthorized(reply);
+  const users = rows.filter((r) => r.id !== null);
+  return { users: users.slice(0, limit).map(adminUser), next_cursor: users.length > limit ? 'floor' : null };
 });
 
 app.addHook('onClose', async () => pool.end());

@@ -3,7 +3,7 @@
 // data, the scenarios and one autocannon measurement. Every loop here is bounded (a count or a
 // deadline), and every request goes to 127.0.0.1.
 import { spawn, spawnSync } from 'node:child_process';
-import { createHmac, generateKeyPairSync } from 'node:crypto';
+import { createHash, createHmac, generateKeyPairSync, randomBytes, randomUUID } from 'node:crypto';
 import { createWriteStream, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { createServer, request as httpRequest } from 'node:http';
 import path from 'node:path';
@@ -53,6 +53,8 @@ export const BENCH_RATE_LIMITS = {
   RATE_LIMIT_PASSWORD_RESET_PER_IP: '1000000',
   // One IP sends every second step of the `mfa` scenario.
   RATE_LIMIT_MFA_PER_IP: '1000000',
+  // One admin API key sends every request of the `admin-*` scenarios; its count is still written.
+  RATE_LIMIT_ADMIN_PER_KEY: '1000000',
 };
 
 export const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -359,7 +361,7 @@ export function stopChild(child) {
 export function serviceEnv(settings) {
   const env = { ...process.env };
   for (const name of Object.keys(env)) {
-    if (/^(DATABASE_URL|DATA_DIR|JWT_|SMTP_|RATE_LIMIT_|PORT$|HOST$|METRICS_PORT$|LOG_LEVEL$|MIGRATE_ON_START$|DEMO_PAGE$|CORS_ORIGINS$|TRUST_PROXY$)/.test(name)) delete env[name];
+    if (/^(DATABASE_URL|DATA_DIR|JWT_|SMTP_|RATE_LIMIT_|PORT$|HOST$|METRICS_PORT$|ADMIN_PORT$|ADMIN_HOST$|LOG_LEVEL$|MIGRATE_ON_START$|DEMO_PAGE$|CORS_ORIGINS$|TRUST_PROXY$)/.test(name)) delete env[name];
   }
   return { ...env, HOST: '127.0.0.1', LOG_LEVEL: 'warn', ...BENCH_RATE_LIMITS, ...settings };
 }
@@ -380,11 +382,14 @@ export function serviceNodeFlags() {
 /**
  * Starts the built service as `npm start` does (`node <its flags> dist/service/main.js`, the
  * bundle, or another build's `script`) with `env`; `nodeArgs` go before the script too
- * (`--cpu-prof`). Ready means its first successful HTTP answer (GET /healthz).
+ * (`--cpu-prof`). Ready means its first successful HTTP answer (GET /healthz). The admin API
+ * listens on a port of its own (`adminUrl`), for the `admin-*` scenarios.
  */
 export async function startService({ env, nodeArgs = [], logFile, script = 'dist/service/main.js' }) {
   const port = await freePort();
-  return spawnUntilReady({ args: [...serviceNodeFlags(), ...nodeArgs, script], env: { ...env, PORT: String(port) }, port, readyPath: '/healthz', logFile });
+  const adminPort = await freePort();
+  const started = await spawnUntilReady({ args: [...serviceNodeFlags(), ...nodeArgs, script], env: { ...env, PORT: String(port), ADMIN_PORT: String(adminPort) }, port, readyPath: '/healthz', logFile });
+  return { ...started, adminUrl: `http://127.0.0.1:${adminPort}` };
 }
 
 /**
@@ -622,6 +627,33 @@ export async function fillRefreshPool(api, data, size) {
 
 const JSON_HEADERS = { 'content-type': 'application/json' };
 
+/** Users the `admin-read` scenario reads, spread over the ballast. */
+const ADMIN_READ_USERS = 1_000;
+
+/**
+ * What the `admin-*` scenarios need, straight in the database (the CLI makes keys the same way,
+ * src/modules/admin/admin-keys.service.ts): an admin API key with `users:read` (only its
+ * SHA-256 is stored), and the ids of {@link ADMIN_READ_USERS} ballast users.
+ */
+export async function prepareAdmin(query) {
+  const id = randomUUID();
+  const key = `lk_admin_${id.replaceAll('-', '')}_${randomBytes(32).toString('base64url')}`;
+  await query(
+    `INSERT INTO admin_api_keys (id, name, scopes, key_hash, created_at) VALUES ($1, 'bench', ARRAY['users:read'], $2, now())`,
+    [id, createHash('sha256').update(key, 'utf8').digest('base64url')],
+  );
+  const { rows } = await query(`SELECT id FROM users WHERE username LIKE 'ballast\\_%' ORDER BY random() LIMIT ${ADMIN_READ_USERS}`);
+  return { key, userIds: rows.map((r) => r.id) };
+}
+
+/**
+ * The search prefixes of the `admin-search` scenario: `ballast_` and four digits, each matching
+ * about 111 of 100 000 ballast users (one, ten and a hundred longer names), a page of 20 of them.
+ */
+function adminSearchPrefixes(count) {
+  return Array.from({ length: count }, (_, i) => `ballast_${1000 + ((i * 7919) % 9000)}`);
+}
+
 /** `GET /me` with the Bearer tokens of the `me` sessions, round robin. */
 function meRequests(data) {
   let i = 0;
@@ -818,6 +850,35 @@ export const SCENARIOS = [
           },
         },
       ];
+    },
+  },
+  {
+    // The admin API's user read (docs/admin-api.md#get-a-user): the key check, the per-key
+    // count, the AdminUser read; the floor checks the key and reads the user in one statement.
+    name: 'admin-read',
+    label: 'GET /admin/v0/users/{id} (admin API)',
+    listener: 'admin',
+    reference: 'floor',
+    postgresOnly: true,
+    requests(data) {
+      let i = 0;
+      const headers = { authorization: `Bearer ${data.admin.key}` };
+      return [{ method: 'GET', path: '/admin/v0/users/x', setupRequest: (req) => ({ ...req, headers: { ...req.headers, ...headers }, path: `/admin/v0/users/${data.admin.userIds[i++ % data.admin.userIds.length]}` }) }];
+    },
+  },
+  {
+    // The admin API's search (docs/admin-api.md#list-users): a username prefix that matches about
+    // 111 users, a page of 20; the floor checks the key and reads the page under the same index.
+    name: 'admin-search',
+    label: 'GET /admin/v0/users?query=<prefix>&limit=20 (admin API)',
+    listener: 'admin',
+    reference: 'floor',
+    postgresOnly: true,
+    requests(data) {
+      let i = 0;
+      const prefixes = adminSearchPrefixes(64);
+      const headers = { authorization: `Bearer ${data.admin.key}` };
+      return [{ method: 'GET', path: '/admin/v0/users', setupRequest: (req) => ({ ...req, headers: { ...req.headers, ...headers }, path: `/admin/v0/users?query=${prefixes[i++ % prefixes.length]}&limit=20` }) }];
     },
   },
   {

@@ -8,7 +8,7 @@
 //   BENCH_DURATION (10)          seconds measured per side (service, reference) of each scenario, in
 //                                BENCH_ROUNDS (5) alternating slices, after BENCH_WARMUP (3) s of warm-up
 //   BENCH_CONNECTIONS (32,1)     concurrencies measured
-//   BENCH_SCENARIOS (all)        comma-separated subset of me,refresh,sign-in,mfa,passkey,sign-up,reset,jwks,sessions
+//   BENCH_SCENARIOS (all)        comma-separated subset of me,refresh,sign-in,mfa,passkey,sign-up,reset,admin-read,admin-search,jwks,sessions
 //   BENCH_BALLAST_SESSIONS (100000)  users with one session each, inserted before measuring
 //   BENCH_START_RUNS (5)         start-to-ready runs per pass
 //   BENCH_PGLITE (1)             0 skips the embedded-database pass (BENCH_PGLITE_DURATION, 5 s)
@@ -45,6 +45,7 @@ import {
   memoryOf,
   PASSWORD,
   postgresVersion,
+  prepareAdmin,
   prepareUsers,
   referenceRequests,
   ROOT,
@@ -141,7 +142,7 @@ async function measurePair({ scenario, connections, service, api, data, refs, ar
   const serviceSlice = async (s) => {
     await scenario.prepare?.(api, data, { connections });
     const before = cpuSnapshot(service.pid);
-    const m = await measure({ url: service.url, requests: scenario.requests(data), connections, seconds: s });
+    const m = await measure({ url: scenario.listener === 'admin' ? service.adminUrl : service.url, requests: scenario.requests(data), connections, seconds: s });
     const cpu = cpuDelta(before, cpuSnapshot(service.pid));
     scenario.after?.(data);
     return { ...m, cpu };
@@ -205,7 +206,7 @@ async function pass({ env, data, refs, argon2Parallel, seconds, warmupSeconds, r
   const results = [];
   for (const scenario of scenarios) {
     const settingsOwn = scenario.serviceSettings;
-    if (settingsOwn !== undefined && env.DATABASE_URL === undefined) continue;
+    if ((settingsOwn !== undefined || scenario.postgresOnly === true) && env.DATABASE_URL === undefined) continue;
     // A scenario with settings of its own runs on a service of its own, stopped after it.
     const own = settingsOwn === undefined ? undefined : track(await startService({ env: { ...env, ...settingsOwn }, logFile: path.join(logDir, `${label}-${scenario.name}-service.log`) }));
     const target = own ?? service;
@@ -250,6 +251,7 @@ async function main() {
   const ballastHash = await hash(PASSWORD, argon2Options);
   await withClient(dbUrl, (c) => insertBallast((sql, params) => c.query(sql, params), settings.ballastSessions, ballastHash));
   const data = await prepareUsers(apiClient(first.url));
+  data.admin = await withClient(dbUrl, (c) => prepareAdmin((sql, params) => c.query(sql, params)));
   await first.stop();
 
   // The primary-key reference reads a copy of the sessions table (same rows, same indexes).

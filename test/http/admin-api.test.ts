@@ -475,7 +475,7 @@ describe('password reset and second factor (docs/admin-api.md)', () => {
 });
 
 describe('sessions (docs/admin-api.md#sessions)', () => {
-  it('lists the active sessions without `current`; ends one (only of that user), then all; no-ops record nothing', async () => {
+  it('lists the active sessions without current; ends one (only of that user), then all; no-ops record nothing', async () => {
     const user = await createVerifiedUser(ctx);
     const other = await createVerifiedUser(ctx);
     const a = await signIn(ctx, { username: user.username, password: PASSWORD }, { 'user-agent': 'Agent A' });

@@ -28,6 +28,7 @@ describe('error catalog (docs/api.md#error-codes)', () => {
       'auth.mfa.challenge_expired', 'auth.mfa.invalid_code', 'auth.mfa.missing_challenge',
       'auth.passkeys.invalid_response', 'auth.passkeys.missing_challenge',
       'auth.missing_access_token', 'auth.missing_refresh_token', 'auth.invalid_refresh_token', 'auth.refresh_token_reused',
+      'admin.invalid_api_key',
     ].sort());
     expect(byStatus(410)).toEqual([
       'auth.change_email.code_expired', 'auth.change_email.code_mismatch', 'auth.change_email.too_many_attempts',
@@ -37,9 +38,10 @@ describe('error catalog (docs/api.md#error-codes)', () => {
     expect(byStatus(409)).toEqual([
       'auth.change_email.email_taken', 'auth.mfa.already_enabled', 'auth.passkeys.limit_reached',
       'auth.sign_up.email_taken', 'auth.sign_up.phone_taken', 'auth.sign_up.username_taken',
-    ]);
-    expect(byStatus(403)).toEqual(['auth.email_not_verified', 'auth.mfa_required', 'auth.passkeys.forbidden', 'auth.session_forbidden', 'auth.user_banned']);
-    expect(byStatus(404)).toEqual(['auth.passkeys.not_found', 'auth.session_not_found', 'auth.verify_email.user_not_found', 'request.not_found']);
+      'admin.email_taken', 'admin.no_email', 'admin.phone_taken', 'admin.username_taken',
+    ].sort());
+    expect(byStatus(403)).toEqual(['admin.insufficient_scope', 'auth.email_not_verified', 'auth.mfa_required', 'auth.passkeys.forbidden', 'auth.session_forbidden', 'auth.user_banned']);
+    expect(byStatus(404)).toEqual(['admin.not_found', 'admin.user_not_found', 'auth.passkeys.not_found', 'auth.session_not_found', 'auth.verify_email.user_not_found', 'request.not_found']);
   });
 
   it('a code two entries share is told apart by its status (password reset, email change: 429 rate limit, 410 dead code)', () => {
