@@ -1,8 +1,10 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import { Type } from '@sinclair/typebox';
+import { Type, type TSchema } from '@sinclair/typebox';
 import type { preValidationHookHandler } from 'fastify';
 import { errorResponses } from '../../errors.js';
 import { actorOf, type AdminAuth } from './admin-auth.js';
+import type { AuditActor } from './admin-audit.repo.js';
+import type { AdminScope } from './admin-keys.service.js';
 import { ADMIN_SECURITY, ADMIN_TAGS } from './admin-openapi.js';
 import type { AdminUsersService } from './admin-users.service.js';
 import {
@@ -47,7 +49,6 @@ export function adminUsersRoutes(deps: { users: AdminUsersService }): (auth: Adm
     const config = { validationError: 'admin.validation_failed' as const };
     const read = { config, onRequest: auth.requireScope('users:read') };
     const write = { config, onRequest: auth.requireScope('users:write') };
-    const sessionsWrite = { config, onRequest: auth.requireScope('sessions:write') };
     const noBody = { preValidation: emptyBodyDefault };
     const users_ = [ADMIN_TAGS.users.name];
     const sessions_ = [ADMIN_TAGS.sessions.name];
@@ -120,26 +121,47 @@ export function adminUsersRoutes(deps: { users: AdminUsersService }): (auth: Adm
       async (request) => users.update(actorOf(request), lower(request.params).user_id, request.body),
     );
 
-    app.delete(
-      '/users/:user_id',
-      {
-        ...write,
+    /**
+     * An operation that takes no body and answers 204: the key and its scope, the path
+     * parameters as `params`, an absent body read as `{}`, and `run` with the actor and the
+     * lower-cased path ids.
+     */
+    const command = (
+      method: 'POST' | 'DELETE',
+      url: string,
+      o: { scope: AdminScope; summary: string; operationId: string; tags: string[]; params: TSchema; errors: number[]; run: (actor: AuditActor, ids: Record<string, string>) => Promise<void> },
+    ): void => {
+      app.route({
+        method,
+        url,
+        config,
+        onRequest: auth.requireScope(o.scope),
         ...noBody,
         schema: {
-          summary: 'Delete a user and everything that belongs to it, as its owner\'s deletion does',
-          operationId: 'deleteUser',
-          tags: users_,
+          summary: o.summary,
+          operationId: o.operationId,
+          tags: o.tags,
           security: ADMIN_SECURITY,
-          params: UserIdParamsSchema,
+          params: o.params,
           body: EmptyBodySchema,
-          response: { 204: Type.Null(), ...errorResponses(400, ...KEYED, 404, 413) },
+          response: { 204: Type.Null(), ...errorResponses(400, ...KEYED, 404, 413, ...o.errors) },
         },
-      },
-      async (request, reply) => {
-        await users.remove(actorOf(request), lower(request.params).user_id);
-        return reply.code(204).send(null);
-      },
-    );
+        handler: async (request, reply) => {
+          await o.run(actorOf(request), lower(request.params as Record<string, string>));
+          return reply.code(204).send(null);
+        },
+      });
+    };
+
+    command('DELETE', '/users/:user_id', {
+      scope: 'users:write',
+      summary: 'Delete a user and everything that belongs to it, as its owner\'s deletion does',
+      operationId: 'deleteUser',
+      tags: users_,
+      params: UserIdParamsSchema,
+      errors: [],
+      run: (actor, ids) => users.remove(actor, ids.user_id!),
+    });
 
     app.post(
       '/users/:user_id/ban',
@@ -177,48 +199,6 @@ export function adminUsersRoutes(deps: { users: AdminUsersService }): (auth: Adm
       async (request) => users.unban(actorOf(request), lower(request.params).user_id),
     );
 
-    app.post(
-      '/users/:user_id/password-reset',
-      {
-        ...write,
-        ...noBody,
-        schema: {
-          summary: 'Email the user a password-reset code',
-          operationId: 'sendPasswordReset',
-          tags: users_,
-          security: ADMIN_SECURITY,
-          params: UserIdParamsSchema,
-          body: EmptyBodySchema,
-          response: { 204: Type.Null(), ...errorResponses(400, ...KEYED, 404, 409, 413) },
-        },
-      },
-      async (request, reply) => {
-        await users.sendPasswordReset(actorOf(request), lower(request.params).user_id);
-        return reply.code(204).send(null);
-      },
-    );
-
-    app.post(
-      '/users/:user_id/mfa/reset',
-      {
-        ...write,
-        ...noBody,
-        schema: {
-          summary: 'Remove the user\'s authenticator app and recovery codes (a lost second factor)',
-          operationId: 'resetMfa',
-          tags: users_,
-          security: ADMIN_SECURITY,
-          params: UserIdParamsSchema,
-          body: EmptyBodySchema,
-          response: { 204: Type.Null(), ...errorResponses(400, ...KEYED, 404, 413) },
-        },
-      },
-      async (request, reply) => {
-        await users.resetMfa(actorOf(request), lower(request.params).user_id);
-        return reply.code(204).send(null);
-      },
-    );
-
     app.get(
       '/users/:user_id/sessions',
       {
@@ -235,47 +215,44 @@ export function adminUsersRoutes(deps: { users: AdminUsersService }): (auth: Adm
       async (request) => ({ sessions: await users.listSessions(lower(request.params).user_id) }),
     );
 
-    app.delete(
-      '/users/:user_id/sessions',
-      {
-        ...sessionsWrite,
-        ...noBody,
-        schema: {
-          summary: 'End every active session of the user',
-          operationId: 'revokeUserSessions',
-          tags: sessions_,
-          security: ADMIN_SECURITY,
-          params: UserIdParamsSchema,
-          body: EmptyBodySchema,
-          response: { 204: Type.Null(), ...errorResponses(400, ...KEYED, 404, 413) },
-        },
-      },
-      async (request, reply) => {
-        await users.revokeSessions(actorOf(request), lower(request.params).user_id);
-        return reply.code(204).send(null);
-      },
-    );
+    command('POST', '/users/:user_id/password-reset', {
+      scope: 'users:write',
+      summary: 'Email the user a password-reset code',
+      operationId: 'sendPasswordReset',
+      tags: users_,
+      params: UserIdParamsSchema,
+      errors: [409],
+      run: (actor, ids) => users.sendPasswordReset(actor, ids.user_id!),
+    });
 
-    app.delete(
-      '/users/:user_id/sessions/:session_id',
-      {
-        ...sessionsWrite,
-        ...noBody,
-        schema: {
-          summary: 'End one session of the user',
-          operationId: 'revokeUserSession',
-          tags: sessions_,
-          security: ADMIN_SECURITY,
-          params: UserSessionParamsSchema,
-          body: EmptyBodySchema,
-          response: { 204: Type.Null(), ...errorResponses(400, ...KEYED, 404, 413) },
-        },
-      },
-      async (request, reply) => {
-        const { user_id, session_id } = lower(request.params);
-        await users.revokeSession(actorOf(request), user_id, session_id);
-        return reply.code(204).send(null);
-      },
-    );
+    command('POST', '/users/:user_id/mfa/reset', {
+      scope: 'users:write',
+      summary: 'Remove the user\'s authenticator app and recovery codes (a lost second factor)',
+      operationId: 'resetMfa',
+      tags: users_,
+      params: UserIdParamsSchema,
+      errors: [],
+      run: (actor, ids) => users.resetMfa(actor, ids.user_id!),
+    });
+
+    command('DELETE', '/users/:user_id/sessions', {
+      scope: 'sessions:write',
+      summary: 'End every active session of the user',
+      operationId: 'revokeUserSessions',
+      tags: sessions_,
+      params: UserIdParamsSchema,
+      errors: [],
+      run: (actor, ids) => users.revokeSessions(actor, ids.user_id!),
+    });
+
+    command('DELETE', '/users/:user_id/sessions/:session_id', {
+      scope: 'sessions:write',
+      summary: 'End one session of the user',
+      operationId: 'revokeUserSession',
+      tags: sessions_,
+      params: UserSessionParamsSchema,
+      errors: [],
+      run: (actor, ids) => users.revokeSession(actor, ids.user_id!, ids.session_id!),
+    });
   };
 }

@@ -2,8 +2,9 @@ import { Type, type Static } from '@sinclair/typebox';
 import { withRule } from '../../errors.js';
 import { banInForce } from '../users/users.repo.js';
 import { EMAIL_MAX_LENGTH, USERNAME_MAX_LENGTH, USERNAME_MIN_LENGTH } from '../users/identifiers.js';
-import { EmailAddressSchema, EXAMPLE_USER, NewPasswordSchema, UserSchema } from '../users/users.schemas.js';
+import { EmailAddressSchema, EXAMPLE_USER, NewPasswordSchema, toUser, UserSchema } from '../users/users.schemas.js';
 import type { SessionRow } from '../sessions/sessions.repo.js';
+import { SessionSchema, toSession } from '../sessions/sessions.schemas.js';
 import type { AdminUserRow } from './admin-users.repo.js';
 import type { AuditEntryRow } from './admin-audit.repo.js';
 
@@ -86,12 +87,7 @@ export type AdminUser = Static<typeof AdminUserSchema>;
 export function toAdminUser(row: AdminUserRow, now: Date): AdminUser {
   const banned = banInForce(row, now);
   return {
-    id: row.id,
-    username: row.username,
-    email: row.email,
-    phone: row.phone,
-    is_email_verified: row.is_email_verified,
-    is_phone_verified: row.is_phone_verified,
+    ...toUser(row),
     created_at: row.created_at.toISOString(),
     last_sign_in_at: row.last_sign_in_at === null ? null : row.last_sign_in_at.toISOString(),
     has_password: row.has_password,
@@ -175,18 +171,7 @@ export type BanRequest = Static<typeof BanRequestSchema>;
 export const EmptyBodySchema = Type.Object({}, { ...strict, examples: [{}] });
 
 /** Session of the admin API: the Session of docs/api.md without `current` (no session is the caller's). */
-export const AdminSessionSchema = Type.Object(
-  {
-    id: Type.String({ format: 'uuid' }),
-    device_id: Type.Union([Type.String({ format: 'uuid' }), Type.Null()]),
-    ip: Type.Union([Type.String(), Type.Null()]),
-    user_agent: Type.Union([Type.String(), Type.Null()]),
-    created_at: Type.String({ format: 'date-time' }),
-    last_used_at: Type.Union([Type.String({ format: 'date-time' }), Type.Null()]),
-    expires_at: Type.String({ format: 'date-time' }),
-  },
-  { $id: 'AdminSession', title: 'AdminSession', ...strict },
-);
+export const AdminSessionSchema = Type.Omit(SessionSchema, ['current'], { $id: 'AdminSession', title: 'AdminSession', ...strict });
 export type AdminSession = Static<typeof AdminSessionSchema>;
 
 export const AdminSessionsResponseSchema = Type.Object(
@@ -214,15 +199,8 @@ export const AdminSessionsResponseSchema = Type.Object(
 
 /** The wire AdminSession of a row. */
 export function toAdminSession(row: SessionRow): AdminSession {
-  return {
-    id: row.id,
-    device_id: row.device_id,
-    ip: row.ip,
-    user_agent: row.user_agent,
-    created_at: row.created_at.toISOString(),
-    last_used_at: row.last_used_at === null ? null : row.last_used_at.toISOString(),
-    expires_at: row.expires_at.toISOString(),
-  };
+  const { current: _current, ...session } = toSession(row, '');
+  return session;
 }
 
 const EXAMPLE_AUDIT_ENTRY = {

@@ -39,7 +39,7 @@ export const UserSchema = Type.Object(
 export type User = Static<typeof UserSchema>;
 
 /** The wire User of a stored user (never the password hash). */
-export function toUser(row: UserRow): User {
+export function toUser(row: Pick<UserRow, 'id' | 'username' | 'email' | 'phone' | 'is_email_verified' | 'is_phone_verified'>): User {
   return {
     id: row.id,
     username: row.username,
