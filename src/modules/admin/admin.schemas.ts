@@ -4,7 +4,7 @@ import { banInForce } from '../users/users.repo.js';
 import { EMAIL_MAX_LENGTH, USERNAME_MAX_LENGTH, USERNAME_MIN_LENGTH } from '../users/identifiers.js';
 import { EmailAddressSchema, EXAMPLE_USER, NewPasswordSchema, toUser, UserSchema } from '../users/users.schemas.js';
 import type { SessionRow } from '../sessions/sessions.repo.js';
-import { SessionSchema, toSession } from '../sessions/sessions.schemas.js';
+import { SessionSchema, SessionsResponseSchema, toSession, type Session } from '../sessions/sessions.schemas.js';
 import type { AdminUserRow } from './admin-users.repo.js';
 import type { AuditEntryRow } from './admin-audit.repo.js';
 
@@ -18,9 +18,8 @@ const CURSOR_MAX_LENGTH = 512;
 
 const strict = { additionalProperties: false } as const;
 
-/** The example key's id and a session of the examples of the admin document. */
+/** The example key's id of the admin document. */
 const EXAMPLE_KEY_ID = '7d2f8a31-5c4e-4b9a-8e1f-3a6b9c0d2e4f';
-const EXAMPLE_SESSION_ID = '5f0c2b1e-8d4a-4e6f-b7c3-2a9d1e0f4b8c';
 const EXAMPLE_CURSOR = 'WyJ1c2VycyIsIjIwMjUtMDEtMTVUMDk6MzA6MDAuMDAwMDAwWiIsIjBiNWU3YTRjLTNmMWQtNGM4ZS05YTJiLTZkN2Y4ZTlhMGIxYyJd.3oQ0n0V6n1vS4y5k7X2oWm0b8JvQk9s3l1r2t4u6w8Y';
 
 /** A path or query value that must be a UUID (any case), checked by the schema: 400 `admin.validation_failed` otherwise. */
@@ -174,27 +173,12 @@ export const EmptyBodySchema = Type.Object({}, { ...strict, examples: [{}] });
 export const AdminSessionSchema = Type.Omit(SessionSchema, ['current'], { $id: 'AdminSession', title: 'AdminSession', ...strict });
 export type AdminSession = Static<typeof AdminSessionSchema>;
 
+/** The sessions of the public reference's example, without `current`. */
+const EXAMPLE_ADMIN_SESSIONS = (SessionsResponseSchema.examples as { sessions: Session[] }[])[0]!.sessions.map(({ current: _current, ...session }) => session);
+
 export const AdminSessionsResponseSchema = Type.Object(
   { sessions: Type.Array(AdminSessionSchema) },
-  {
-    title: 'AdminSessionList',
-    ...strict,
-    examples: [
-      {
-        sessions: [
-          {
-            id: EXAMPLE_SESSION_ID,
-            device_id: null,
-            ip: '203.0.113.7',
-            user_agent: 'Mozilla/5.0 (X11; Linux x86_64; rv:128.0) Gecko/20100101 Firefox/128.0',
-            created_at: '2025-01-15T09:30:00.000Z',
-            last_used_at: '2025-01-15T10:05:12.000Z',
-            expires_at: '2025-02-14T09:30:00.000Z',
-          },
-        ],
-      },
-    ],
-  },
+  { title: 'AdminSessionList', ...strict, examples: [{ sessions: EXAMPLE_ADMIN_SESSIONS }] },
 );
 
 /** The wire AdminSession of a row. */
