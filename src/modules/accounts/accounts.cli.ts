@@ -26,9 +26,9 @@ export const USERS_DELETE_USAGE = `Usage: latchkey users delete --user <id|usern
 
 Deletes the user's account as POST /auth/v0/delete-account does, without its password: the
 user, its devices, sessions, refresh tokens and codes, in one transaction, with a "user.delete"
-entry of the admin audit log (key "cli"), exactly as DELETE /admin/v0/users/{id} does. Its refresh and
-access tokens stop working at this service at once (services that verify access tokens with
-the JWKS alone accept them until they expire, ACCESS_TOKEN_TTL_SECONDS). Its username, email
+entry of the admin audit log (key "cli"), exactly as DELETE /admin/v0/users/{id} does. Its
+refresh and access tokens stop working at this service at once (services that verify access
+tokens with the JWKS alone accept them until they expire, ACCESS_TOKEN_TTL_SECONDS). Its username, email
 and phone are free for a new sign-up. Emails queued to its address and not yet sent are
 cancelled, and an "account deleted" notice is queued to its verified address: a running service
 sends it (its outbox worker), otherwise the next one to start. There is no undo.

@@ -25,9 +25,10 @@ See "latchkey sessions revoke --help".
 export const SESSIONS_REVOKE_USAGE = `Usage: latchkey sessions revoke --user <id|username>
 
 Revokes every active session of the user, as DELETE /admin/v0/users/{id}/sessions does, and
-prints how many it revoked; the admin audit log records it (key "cli") when there was any. The user's refresh tokens stop working at once, and so do the access tokens
-at this service (it checks the session on every request). Services that verify access tokens
-with the JWKS alone accept them until they expire (ACCESS_TOKEN_TTL_SECONDS).
+prints how many it revoked; the admin audit log records it (key "cli") when there was any.
+The user's refresh tokens stop working at once, and so do the access tokens at this service
+(it checks the session on every request). Services that verify access tokens with the JWKS
+alone accept them until they expire (ACCESS_TOKEN_TTL_SECONDS).
 The user can sign in again; to stop that, ban the user (POST /admin/v0/users/{id}/ban).
 
 Options:
