@@ -696,3 +696,21 @@ describe('GET /users: listing and search (docs/admin-api.md#list-users)', () => 
     );
   }, 120_000);
 });
+
+describe('the audit entry\'s ip follows TRUST_PROXY', () => {
+  it('behind a trusted proxy, the X-Forwarded-For client; without TRUST_PROXY (above), the socket peer', async () => {
+    const proxied = await createTestContext({ ADMIN_PORT: '0', TRUST_PROXY: 'true' }, { startOutboxWorker: false });
+    try {
+      const { key: k } = await createAdminKey(proxied.db, { name: 'proxied', scopes: ['users:write'], expiresAt: null, now: proxied.clock.now() });
+      const user = await createVerifiedUser(proxied);
+      const res = await proxied.app.admin!.inject({ method: 'POST', url: `/admin/v0/users/${user.id}/ban`, headers: { authorization: `Bearer ${k}`, 'x-forwarded-for': '203.0.113.9' } });
+      expect(res.statusCode, res.body).toBe(200);
+      expect((await proxied.db.query('SELECT ip FROM admin_audit_log WHERE user_id = $1', [user.id])).rows).toEqual([{ ip: '203.0.113.9' }]);
+    } finally {
+      await proxied.close();
+    }
+    const user = await createVerifiedUser(ctx);
+    await call('POST', `/admin/v0/users/${user.id}/ban`, { headers: { 'x-forwarded-for': '203.0.113.9' } });
+    expect((await ctx.db.query('SELECT ip FROM admin_audit_log WHERE user_id = $1', [user.id])).rows).toEqual([{ ip: '127.0.0.1' }]);
+  });
+});
