@@ -168,6 +168,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
       dataDir: config.dataDir,
       codeHmacKeyFile: config.codeHmacKeyFile,
       mfaKeyFile: config.mfaKeyFile,
+      webhookKeyFile: config.webhookKeyFile,
       log: app.log,
     }));
   const hasher = deps.passwordHasher ?? (await createPasswordHasher(config.argon2));

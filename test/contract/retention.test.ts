@@ -28,7 +28,7 @@ const daysAgo = (days: number): Date => new Date(T0.getTime() - days * DAY_MS);
 const secondsAgo = (seconds: number): Date => new Date(T0.getTime() - seconds * 1000);
 
 /** The retention periods of these tests: the documented defaults. */
-const RETENTION: RetentionSettings = { sessionsDays: 30, verificationCodesDays: 7, outboxDays: 7, outboxDeadDays: 30 };
+const RETENTION: RetentionSettings = { sessionsDays: 30, verificationCodesDays: 7, outboxDays: 7, outboxDeadDays: 30, webhookDays: 7, webhookDeadDays: 30 };
 /** The refresh grace window of these tests, in seconds. */
 const GRACE = 10;
 

@@ -4,6 +4,7 @@ import type { RetentionSettings } from '../../config.js';
 import type { Db } from '../../db/db.js';
 import type { AuthMetrics } from '../../metrics.js';
 import { deleteExpiredUnverifiedUsers } from '../accounts/accounts.repo.js';
+import { recordEvents } from '../events/events.repo.js';
 import { cancelEmailsTo } from '../mail/outbox.repo.js';
 import { purgeInBatches, type BatchOptions } from './batches.js';
 import { eraseExpiredSuccessors, purgeDeadEmails, purgeEndedSessions, purgeEndedVerificationCodes, purgeExpiredMfaChallenges, purgeExpiredWebauthnChallenges, purgeFinishedEmails } from './retention.repo.js';
@@ -173,6 +174,8 @@ export function createRetentionWorker(deps: RetentionWorkerDeps): RetentionWorke
         async (limit) => {
           const n = await db.transaction(async (tx) => {
             const deleted = await deleteExpiredUnverifiedUsers(tx, { createdBefore: signedUpBefore, limit });
+            // One `user.deleted` event per deleted user, in one INSERT (docs/api.md#event-types).
+            await recordEvents(tx, deleted.map((user) => ({ type: 'user.deleted', data: { user_id: user.id, cause: 'unverified_expired' } })), now);
             for (const user of deleted) {
               if (user.email !== null) await cancelEmailsTo(tx, { recipient: user.email, reason: EXPIRED_UNVERIFIED_REASON, now });
             }
