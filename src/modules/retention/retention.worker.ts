@@ -5,6 +5,7 @@ import type { Db } from '../../db/db.js';
 import type { AuthMetrics } from '../../metrics.js';
 import { deleteExpiredUnverifiedUsers } from '../accounts/accounts.repo.js';
 import { recordEvents } from '../events/events.repo.js';
+import { purgeEvents, purgeFinishedDeliveries } from '../webhooks/webhooks.repo.js';
 import { cancelEmailsTo } from '../mail/outbox.repo.js';
 import { purgeInBatches, type BatchOptions } from './batches.js';
 import { eraseExpiredSuccessors, purgeDeadEmails, purgeEndedSessions, purgeEndedVerificationCodes, purgeExpiredMfaChallenges, purgeExpiredWebauthnChallenges, purgeFinishedEmails } from './retention.repo.js';
@@ -71,6 +72,10 @@ export interface RetentionReport {
   deadEmails: number;
   /** Users deleted because their email was never verified in UNVERIFIED_ACCOUNT_TTL_SECONDS (each with its codes). */
   unverifiedUsers: number;
+  /** Delivered and dead webhook deliveries deleted. */
+  webhookDeliveries: number;
+  /** Webhook events deleted (fanned out, no delivery left). */
+  webhookEvents: number;
   /** False when a purge stopped at {@link MAX_BATCHES_PER_RUN}, at a stop, or failed: the rest goes in a later run. */
   complete: boolean;
 }
@@ -116,7 +121,8 @@ export interface RetentionWorkerDeps {
 /**
  * Creates the worker that keeps every table bounded (docs/operations.md, "Retention"): ended
  * sessions with their refresh tokens and devices, ended verification codes, finished and dead
- * outbox rows after their periods, and sealed successors once their grace window passed. Every
+ * outbox rows after their periods, delivered and dead webhook deliveries and the events no
+ * delivery needs any more after theirs, and sealed successors once their grace window passed. Every
  * purge runs in bounded statements under an index (retention.repo.ts, {@link purgeInBatches}),
  * so several instances may run it at once on one database. Rate-limit windows keep their own
  * purge (rate-limits.service.ts).
@@ -144,7 +150,19 @@ export function createRetentionWorker(deps: RetentionWorkerDeps): RetentionWorke
   const purgeAll = async (): Promise<RetentionReport> => {
     const now = clock.now();
     const own = generation;
-    const report: RetentionReport = { sessions: 0, devices: 0, verificationCodes: 0, mfaChallenges: 0, webauthnChallenges: 0, finishedEmails: 0, deadEmails: 0, unverifiedUsers: 0, complete: true };
+    const report: RetentionReport = {
+      sessions: 0,
+      devices: 0,
+      verificationCodes: 0,
+      mfaChallenges: 0,
+      webauthnChallenges: 0,
+      finishedEmails: 0,
+      deadEmails: 0,
+      unverifiedUsers: 0,
+      webhookDeliveries: 0,
+      webhookEvents: 0,
+      complete: true,
+    };
     const run = async (name: string, purge: (limit: number) => Promise<number>, size: number): Promise<number> => {
       try {
         // After a stop, the purges not yet begun are skipped too.
@@ -205,7 +223,14 @@ export function createRetentionWorker(deps: RetentionWorkerDeps): RetentionWorke
     report.finishedEmails = await run('email_outbox', (limit) => purgeFinishedEmails(db, finishedBefore, limit), batchSize);
     const deadBefore = before(now, retention.outboxDeadDays);
     report.deadEmails = await run('email_outbox_dead', (limit) => purgeDeadEmails(db, deadBefore, limit), batchSize);
-    const deleted = report.unverifiedUsers + report.sessions + report.devices + report.verificationCodes + report.mfaChallenges + report.webauthnChallenges + report.finishedEmails + report.deadEmails;
+    // Webhook deliveries first, so that the events they kept can go in the same run.
+    const deliveredBefore = before(now, retention.webhookDays);
+    report.webhookDeliveries = await run('webhook_deliveries', (limit) => purgeFinishedDeliveries(db, { status: 'delivered', before: deliveredBefore, limit }), batchSize);
+    const deadDeliveriesBefore = before(now, retention.webhookDeadDays);
+    report.webhookDeliveries += await run('webhook_deliveries_dead', (limit) => purgeFinishedDeliveries(db, { status: 'dead', before: deadDeliveriesBefore, limit }), batchSize);
+    report.webhookEvents = await run('webhook_events', (limit) => purgeEvents(db, { before: deliveredBefore, limit }), batchSize);
+    const deleted =
+      report.unverifiedUsers + report.sessions + report.devices + report.verificationCodes + report.mfaChallenges + report.webauthnChallenges + report.finishedEmails + report.deadEmails + report.webhookDeliveries + report.webhookEvents;
     if (deleted > 0 || !report.complete) log.info({ retention: report }, 'retention purge');
     return report;
   };
