@@ -3,6 +3,7 @@ import type { Clock } from '../../clock.js';
 import type { RetentionSettings } from '../../config.js';
 import type { Db } from '../../db/db.js';
 import type { AuthMetrics } from '../../metrics.js';
+import { oneAtATime } from '../../one-at-a-time.js';
 import { deleteExpiredUnverifiedUsers } from '../accounts/accounts.repo.js';
 import { recordEvents } from '../events/events.repo.js';
 import { purgeEvents, purgeFinishedDeliveries } from '../webhooks/webhooks.repo.js';
@@ -136,8 +137,6 @@ export function createRetentionWorker(deps: RetentionWorkerDeps): RetentionWorke
   let stopped = true;
   let purgeTimer: NodeJS.Timeout | undefined;
   let eraseTimer: NodeJS.Timeout | undefined;
-  let purging: Promise<RetentionReport> | undefined;
-  let erasing: Promise<number> | undefined;
   /** True while the scheduled seal erasure keeps failing: only the first failure of an outage is logged, then the recovery. */
   let eraseFailing = false;
 
@@ -243,25 +242,10 @@ export function createRetentionWorker(deps: RetentionWorkerDeps): RetentionWorke
 
   // A call while a run is in flight waits for it and then runs afresh, with the clock's time at
   // its own start (as the outbox worker's runOnce does).
-  const runOnce = async (): Promise<RetentionReport> => {
-    while (purging !== undefined) await purging.catch(() => undefined);
-    purging = purgeAll();
-    try {
-      return await purging;
-    } finally {
-      purging = undefined;
-    }
-  };
-
-  const eraseSealedSuccessors = async (): Promise<number> => {
-    while (erasing !== undefined) await erasing.catch(() => undefined);
-    erasing = eraseAll();
-    try {
-      return await erasing;
-    } finally {
-      erasing = undefined;
-    }
-  };
+  const purges = oneAtATime(purgeAll);
+  const erasures = oneAtATime(eraseAll);
+  const runOnce = purges.run;
+  const eraseSealedSuccessors = erasures.run;
 
   const schedulePurge = (): void => {
     if (stopped) return;
@@ -309,9 +293,7 @@ export function createRetentionWorker(deps: RetentionWorkerDeps): RetentionWorke
       clearTimeout(eraseTimer);
       purgeTimer = undefined;
       eraseTimer = undefined;
-      const inFlight: Promise<unknown>[] = [];
-      if (purging !== undefined) inFlight.push(purging.catch(() => undefined));
-      if (erasing !== undefined) inFlight.push(erasing.catch(() => undefined));
+      const inFlight = [purges.inFlight(), erasures.inFlight()].filter((p) => p !== undefined);
       if (inFlight.length === 0) return;
       let waited: NodeJS.Timeout | undefined;
       await Promise.race([Promise.all(inFlight), new Promise((resolve) => (waited = setTimeout(resolve, RETENTION_STOP_WAIT_MS)))]);

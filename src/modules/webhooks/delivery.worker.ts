@@ -5,6 +5,7 @@ import type { Clock } from '../../clock.js';
 import type { Db } from '../../db/db.js';
 import { openSecret } from '../../crypto/sealed-secret.js';
 import { createAuthMetrics, type AuthMetrics } from '../../metrics.js';
+import { oneAtATime } from '../../one-at-a-time.js';
 import { createWebhookSender, type Resolver, type WebhookSender, WEBHOOK_USER_AGENT } from './webhook-sender.js';
 import { webhookSignatureHeader } from './webhook-signature.js';
 import { claimDueDeliveries, disableGoneEndpoint, fanOutEvents, recordAttempt, releaseDeliveryLeases, type AttemptRecord, type ClaimedDelivery } from './webhooks.repo.js';
@@ -128,7 +129,6 @@ export function createDeliveryWorker(deps: DeliveryWorkerDeps): DeliveryWorker {
   const owner = `webhooks-${randomUUID()}`;
   const inFlight = new Set<Promise<void>>();
   let timer: NodeJS.Timeout | undefined;
-  let running: Promise<number> | undefined;
   let stopped = true;
   /** The last claim filled every free slot, or the last fan-out was full: more may be due. */
   let backlog = false;
@@ -225,15 +225,8 @@ export function createDeliveryWorker(deps: DeliveryWorkerDeps): DeliveryWorker {
     return rows.length;
   };
 
-  const runRound = async (): Promise<number> => {
-    while (running !== undefined) await running.catch(() => 0);
-    running = round();
-    try {
-      return await running;
-    } finally {
-      running = undefined;
-    }
-  };
+  const rounds = oneAtATime(round);
+  const runRound = rounds.run;
 
   const schedule = (delayMs: number): void => {
     if (stopped) return;
@@ -270,7 +263,7 @@ export function createDeliveryWorker(deps: DeliveryWorkerDeps): DeliveryWorker {
       timer = undefined;
       let waited: NodeJS.Timeout | undefined;
       await Promise.race([
-        Promise.all([running?.catch(() => 0), ...inFlight]),
+        Promise.all([rounds.inFlight(), ...inFlight]),
         new Promise((resolve) => (waited = setTimeout(resolve, STOP_WAIT_MS))),
       ]);
       clearTimeout(waited);
