@@ -14,15 +14,20 @@
 -- time, so one index serves lookups, keyset listings and the retention purge ("older than X" is
 -- a range of the key). The counter cycles after 2^42 ids. VOLATILE: every call is new.
 CREATE SEQUENCE uuid_v7_counter AS bigint MINVALUE 0 MAXVALUE 4398046511103 CYCLE;
+-- PL/pgSQL rather than SQL: a session keeps its plan, where an SQL function that cannot be
+-- inlined is planned again in every statement that calls it (about 120 µs more per sign-in).
 CREATE FUNCTION uuid_v7(at timestamptz) RETURNS uuid
-  LANGUAGE sql VOLATILE PARALLEL UNSAFE
+  LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
   AS $$
-    SELECT (lpad(to_hex(floor(extract(epoch FROM at) * 1000)::bigint), 12, '0')
-            || '7' || lpad(to_hex((c >> 30) & 4095), 3, '0')
-            || to_hex(8 | ((c >> 28) & 3)) || lpad(to_hex(c & 268435455), 7, '0')
-            || substr(md5(gen_random_uuid()::text), 1, 8))::uuid
-      FROM (SELECT nextval('uuid_v7_counter') AS c) AS counter
-  $$;
+DECLARE
+  c bigint := nextval('uuid_v7_counter');
+BEGIN
+  RETURN (lpad(to_hex(floor(extract(epoch FROM at) * 1000)::bigint), 12, '0')
+          || '7' || lpad(to_hex((c >> 30) & 4095), 3, '0')
+          || to_hex(8 | ((c >> 28) & 3)) || lpad(to_hex(c & 268435455), 7, '0')
+          || substr(md5(gen_random_uuid()::text), 1, 8))::uuid;
+END
+$$;
 
 -- Webhook endpoints, managed by the operator (a handful of rows: every event's INSERT reads
 -- the table whole). `event_types` is {'*'} or distinct event types. The signing secret is stored
