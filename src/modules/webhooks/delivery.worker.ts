@@ -53,7 +53,8 @@ const GONE = 410;
 export function retryAfterSeconds(header: string | undefined, now: Date): number | undefined {
   if (header === undefined) return undefined;
   const text = header.trim();
-  const seconds = /^\d{1,10}$/.test(text) ? Number(text) : (Date.parse(text) - now.getTime()) / MS_PER_SECOND;
+  // Delay seconds, or an HTTP-date, whose three forms all begin with the day's name.
+  const seconds = /^\d{1,10}$/.test(text) ? Number(text) : /^[A-Za-z]{3}/.test(text) ? (Date.parse(text) - now.getTime()) / MS_PER_SECOND : Number.NaN;
   return Number.isFinite(seconds) ? Math.min(MAX_RETRY_AFTER_SECONDS, Math.max(0, Math.ceil(seconds))) : undefined;
 }
 
