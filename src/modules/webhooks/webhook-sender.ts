@@ -29,7 +29,10 @@ export type AttemptOutcome =
 export interface WebhookSender {
   /** POSTs `body` with `headers` to `url`; never throws: a failure is an outcome without an answer. */
   post(url: string, headers: Readonly<Record<string, string>>, body: string): Promise<AttemptOutcome>;
-  /** Closes the idle connections. */
+  /**
+   * Closes every connection, aborting the requests still in flight (a stopping worker does not
+   * wait for a slow receiver: those attempts are not recorded, and are made again).
+   */
   close(): Promise<void>;
 }
 
@@ -122,6 +125,6 @@ export function createWebhookSender(options: { allowPrivateNetworks: boolean; ti
         return { answered: false, error: `connection error (${failure.code})` };
       }
     },
-    close: () => agent.close(),
+    close: () => agent.destroy(),
   };
 }
