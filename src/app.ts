@@ -42,6 +42,9 @@ import { passkeysRoutes } from './modules/passkeys/passkeys.routes.js';
 import { createPasskeysService } from './modules/passkeys/passkeys.service.js';
 import { createEmailChangeService } from './modules/email-change/email-change.service.js';
 import { createPasswordResetService, type PasswordResetService } from './modules/password-reset/password-reset.service.js';
+import { createDeliveryWorker, type DeliveryWorker } from './modules/webhooks/delivery.worker.js';
+import type { Resolver } from './modules/webhooks/webhook-sender.js';
+import { createWebhooksService, type WebhooksService } from './modules/webhooks/webhooks.service.js';
 import './plugins/authenticate.js';
 
 /** Every route of the interface lives under this prefix (docs/api.md#base-path-and-version). */
@@ -77,6 +80,10 @@ export interface AppDeps {
   readonly startOutboxWorker?: boolean;
   /** Start the retention worker's timers when the app is ready (default true). */
   readonly startRetentionWorker?: boolean;
+  /** Start the webhook delivery worker when the app is ready (default true). */
+  readonly startWebhookWorker?: boolean;
+  /** For tests: how webhook hosts resolve (default `dns.lookup`) and an attempt's time limit (default 10 s). */
+  readonly webhookDelivery?: { readonly resolve?: Resolver; readonly attemptTimeoutMs?: number };
   /** Prometheus metrics in a registry of this app's own; defaults to a fresh one with the process metrics. */
   readonly metrics?: AuthMetrics;
 }
@@ -91,6 +98,10 @@ declare module 'fastify' {
     retention: RetentionWorker;
     /** Password reset (a request's work is the outbox worker's: tests call `outbox.runOnce()`). */
     passwordReset: PasswordResetService;
+    /** The webhook delivery worker (tests call `runOnce()` to fan out and deliver deterministically). */
+    webhookDelivery: DeliveryWorker;
+    /** Webhook endpoint management, behind the CLI and the admin API's `/admin/v0/webhooks` routes. */
+    webhooks: WebhooksService;
   }
 }
 
@@ -168,6 +179,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
       dataDir: config.dataDir,
       codeHmacKeyFile: config.codeHmacKeyFile,
       mfaKeyFile: config.mfaKeyFile,
+      webhookKeyFile: config.webhookKeyFile,
       log: app.log,
     }));
   const hasher = deps.passwordHasher ?? (await createPasswordHasher(config.argon2));
@@ -230,14 +242,26 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   const mfa = createMfaService({ ...serviceDeps, sessions, keys: keys.mfa, issuer: config.totpIssuer });
   const passkeys = createPasskeysService({ ...serviceDeps, sessions, rp: config.webauthn });
   const emailChange = createEmailChangeService({ ...serviceDeps, codes, codeTtlSeconds: config.oneTimeCodeTtlSeconds });
+  const webhookDelivery = createDeliveryWorker({
+    db,
+    clock,
+    log: app.log,
+    metrics,
+    secretKey: keys.webhookSecretKey,
+    allowPrivateNetworks: config.webhooks.allowPrivateNetworks,
+    ...deps.webhookDelivery,
+  });
+  app.decorate('webhookDelivery', webhookDelivery);
+  app.decorate('webhooks', createWebhooksService({ db, clock, secretKey: keys.webhookSecretKey }));
 
   if (deps.startOutboxWorker ?? true) app.addHook('onReady', async () => outbox.start());
   app.addHook('onReady', async () => limiter.start());
   if (deps.startRetentionWorker ?? true) app.addHook('onReady', async () => retention.start());
+  if (deps.startWebhookWorker ?? true) app.addHook('onReady', async () => webhookDelivery.start());
   app.addHook('onClose', async () => {
     limiter.stop();
     await retention.stop();
-    await outbox.stop();
+    await Promise.all([outbox.stop(), webhookDelivery.stop()]);
     transport.close();
   });
 

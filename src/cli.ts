@@ -14,6 +14,8 @@ Commands:
   outbox retry              put dead outbox rows back to pending <id> | --all-dead
   sessions revoke           revoke every active session of a user --user <id|username>
   users delete              delete a user's account and everything it owns --user <id|username>
+  webhooks <command>        manage webhook endpoints: add, list, update, remove, rotate-secret,
+                            deliveries, retry (see "latchkey webhooks --help")
 
 Every command reads the service's configuration from the environment (README, "Configuration")
 and takes --help. Exit codes: 0 success, 1 failure, 2 bad usage.
@@ -64,6 +66,8 @@ async function cli(argv: readonly string[]): Promise<number | undefined> {
       return (await import('./modules/sessions/sessions.cli.js')).runSessionsCommand(rest, io);
     case 'users':
       return (await import('./modules/accounts/accounts.cli.js')).runUsersCommand(rest, io);
+    case 'webhooks':
+      return (await import('./modules/webhooks/webhooks.cli.js')).runWebhooksCommand(rest, io);
     case 'help':
     case '--help':
     case '-h':

@@ -72,6 +72,14 @@ export interface Config {
    * instance that shares a database must read the same one (docs/operations.md).
    */
   readonly mfaKeyFile: string | undefined;
+  /**
+   * WEBHOOK_KEY_FILE: a file of at least 32 random bytes, the HKDF source of the key that
+   * encrypts webhook signing secrets; unset: a key generated once into DATA_DIR. Every instance
+   * that shares a database must read the same one (docs/operations.md).
+   */
+  readonly webhookKeyFile: string | undefined;
+  /** Webhook delivery (docs/api.md#events-and-webhooks). */
+  readonly webhooks: WebhookSettings;
   /** TOTP_ISSUER: the issuer authenticator apps show next to the account (default `Latchkey`). */
   readonly totpIssuer: string;
   /** Passkeys (docs/api.md#passkeys): the WebAuthn relying party, from configuration only. */
@@ -129,6 +137,19 @@ export interface RetentionSettings {
   readonly outboxDays: number;
   /** Dead outbox rows after they were queued (operators list and retry them until then); at least `outboxDays`. */
   readonly outboxDeadDays: number;
+  /** Webhook events and their delivered deliveries after the event (RETENTION_WEBHOOK_DAYS). */
+  readonly webhookDays: number;
+  /** Dead webhook deliveries (and the events they keep) after they were created; at least `webhookDays`. */
+  readonly webhookDeadDays: number;
+}
+
+/** Webhook delivery settings (docs/api.md#events-and-webhooks, docs/security.md "Webhooks"). */
+export interface WebhookSettings {
+  /**
+   * WEBHOOK_ALLOW_PRIVATE_NETWORKS: deliver to loopback and private addresses (RFC 1918, fc00::/7)
+   * too; never to link-local ones. For development and tests; every instance must have the same value.
+   */
+  readonly allowPrivateNetworks: boolean;
 }
 
 /**
@@ -234,6 +255,13 @@ const DEFAULT_RETENTION_SESSIONS_DAYS = 30;
 const DEFAULT_RETENTION_CODES_DAYS = 7;
 const DEFAULT_RETENTION_OUTBOX_DAYS = 7;
 const DEFAULT_RETENTION_OUTBOX_DEAD_DAYS = 30;
+/**
+ * Webhook events and delivered deliveries: a week, as sent emails (a receiver that lost an
+ * event asks within days; `webhooks deliveries` shows them until then). Dead deliveries: a
+ * month, as dead emails, so an operator can still retry them after a receiver's long outage.
+ */
+const DEFAULT_RETENTION_WEBHOOK_DAYS = 7;
+const DEFAULT_RETENTION_WEBHOOK_DEAD_DAYS = 30;
 /** Longest retention accepted: ten years, beyond any legal hold of this data. */
 const MAX_RETENTION_DAYS = 3650;
 /**
@@ -414,6 +442,12 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>>): C
     problems.push(`RETENTION_OUTBOX_DEAD_DAYS: must be at least RETENTION_OUTBOX_DAYS (${retentionOutboxDays}), got ${retentionOutboxDeadDays}`);
   }
 
+  const retentionWebhookDays = int('RETENTION_WEBHOOK_DAYS', DEFAULT_RETENTION_WEBHOOK_DAYS, 0, MAX_RETENTION_DAYS);
+  const retentionWebhookDeadDays = int('RETENTION_WEBHOOK_DEAD_DAYS', DEFAULT_RETENTION_WEBHOOK_DEAD_DAYS, 0, MAX_RETENTION_DAYS);
+  if (retentionWebhookDeadDays < retentionWebhookDays) {
+    problems.push(`RETENTION_WEBHOOK_DEAD_DAYS: must be at least RETENTION_WEBHOOK_DAYS (${retentionWebhookDays}), got ${retentionWebhookDeadDays}`);
+  }
+
   // Prometheus metrics on a listener of their own, so the scrape endpoint can stay private.
   const metricsPort = str('METRICS_PORT') === undefined ? undefined : int('METRICS_PORT', DEFAULT_PORT, 1, MAX_PORT);
   if (metricsPort !== undefined && String(metricsPort) === (str('PORT') ?? String(DEFAULT_PORT))) {
@@ -433,6 +467,11 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>>): C
   if (mfaKeyFile !== undefined) {
     const problem = codeHmacKeyFileProblem(mfaKeyFile);
     if (problem !== undefined) problems.push(`MFA_KEY_FILE: ${problem}`);
+  }
+  const webhookKeyFile = str('WEBHOOK_KEY_FILE');
+  if (webhookKeyFile !== undefined) {
+    const problem = codeHmacKeyFileProblem(webhookKeyFile);
+    if (problem !== undefined) problems.push(`WEBHOOK_KEY_FILE: ${problem}`);
   }
   const totpIssuer = str('TOTP_ISSUER') ?? 'Latchkey';
   if (totpIssuer.length > 64 || totpIssuer.includes(':')) problems.push('TOTP_ISSUER: at most 64 characters, without ":"');
@@ -469,6 +508,8 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>>): C
     },
     codeHmacKeyFile,
     mfaKeyFile,
+    webhookKeyFile,
+    webhooks: { allowPrivateNetworks: bool('WEBHOOK_ALLOW_PRIVATE_NETWORKS', false) },
     totpIssuer,
     webauthn,
     sessionTtlSeconds: int('SESSION_TTL_SECONDS', DEFAULT_SESSION_TTL, MIN_SESSION_TTL, MAX_SESSION_TTL),
@@ -506,6 +547,8 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>>): C
       verificationCodesDays: int('RETENTION_VERIFICATION_CODES_DAYS', DEFAULT_RETENTION_CODES_DAYS, 0, MAX_RETENTION_DAYS),
       outboxDays: retentionOutboxDays,
       outboxDeadDays: retentionOutboxDeadDays,
+      webhookDays: retentionWebhookDays,
+      webhookDeadDays: retentionWebhookDeadDays,
     },
     passwordBreach: { check: breachCheck, apiUrl: breachApiUrl },
   };

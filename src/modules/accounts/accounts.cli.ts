@@ -44,7 +44,7 @@ async function deleteCommand(argv: readonly string[], io: DatabaseCommandIo): Pr
   const who = parseUserOption(argv);
   return withCommandDatabase(io, async (db, { config, clock }) => {
     const { user, by } = await findUserNamed(db, who);
-    const erased = user === undefined ? undefined : await eraseAccount(db, { userId: user.id, now: clock.now(), client: { ip: null, userAgent: null } });
+    const erased = user === undefined ? undefined : await eraseAccount(db, { userId: user.id, now: clock.now(), client: { ip: null, userAgent: null }, cause: 'operator' });
     if (user === undefined || erased === undefined) {
       io.stderr(`No user with ${by} "${who}".\n`);
       return EXIT_ERROR;

@@ -12,6 +12,8 @@ import type { RateLimitRules } from '../rate-limits/rate-limits.rules.js';
 import type { RateLimiter } from '../rate-limits/rate-limits.service.js';
 import { findUserByEmail, lockUserRow, replaceEmail, type UserRow } from '../users/users.repo.js';
 import { noticeAddress } from '../users/users.service.js';
+import { changedMembers, toUser } from '../users/users.schemas.js';
+import { recordEvent } from '../events/events.repo.js';
 
 /** Dependencies of {@link createEmailChangeService}. */
 export interface EmailChangeDeps {
@@ -58,7 +60,7 @@ export interface EmailChangeService {
    * The right code is consumed and, in the same transaction, the address replaced and marked
    * verified; the user's other email-change codes, and its verification and reset codes (they
    * were sent to the old address), end; an `email_changed` notice goes to the old address if it
-   * was verified. Sessions are kept. Of two parallel confirmations one wins (the other gets
+   * was verified, and the `user.updated` event recorded (docs/api.md#event-types). Sessions are kept. Of two parallel confirmations one wins (the other gets
    * `code_expired`); of two users confirming one address, one wins and the other gets 409, its
    * code still live. Failed confirmations count against the client network
    * (RATE_LIMIT_CHANGE_EMAIL_CONFIRM_PER_IP per 15 minutes), a success takes its count back.
@@ -126,6 +128,7 @@ export function createEmailChangeService(deps: EmailChangeDeps): EmailChangeServ
         // Throws 409 on a unique violation, which rolls back the consumption: the code stays live.
         const after = await replaceEmail(tx, user.id, checked.email, now);
         if (after === undefined) return { failure: CHECK_FAILURE.none };
+        await recordEvent(tx, { type: 'user.updated', data: { user: toUser(after), changed: changedMembers(toUser(before), toUser(after)) } }, now);
         await codes.revokeAll(tx, 'email_change', { id: user.id, email: null });
         if (before.email !== null) {
           // Codes sent to the old address must not act on the account any more.

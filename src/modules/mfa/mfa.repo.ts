@@ -3,7 +3,7 @@ import type { Queryable } from '../../db/db.js';
 /** A user's TOTP authenticator as stored (migration 008). */
 export interface TotpRow {
   user_id: string;
-  /** AES-256-GCM ciphertext of the base32 secret (totp-secret.ts). */
+  /** AES-256-GCM ciphertext of the base32 secret (src/crypto/sealed-secret.ts). */
   secret: string;
   /** null: set up, not turned on. */
   enabled_at: Date | null;

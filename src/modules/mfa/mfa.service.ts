@@ -27,7 +27,8 @@ import {
   useRecoveryCode,
 } from './mfa.repo.js';
 import { matchTotp, newRecoveryCodes, newTotpSecret, otpauthUri, recoveryCodeHash } from './totp.js';
-import { openTotpSecret, sealTotpSecret } from './totp-secret.js';
+import { openSecret, sealSecret } from '../../crypto/sealed-secret.js';
+import { recordEvent } from '../events/events.repo.js';
 
 /** Wrong codes after which a sign-in challenge is dead (docs/api.md#sign-in-second-step). */
 export const MAX_CHALLENGE_ATTEMPTS = 5;
@@ -71,7 +72,8 @@ export interface MfaService {
   setup(user: UserRow, input: { password: string }, client: NoticeClient): Promise<{ secret: string; otpauthUri: string }>;
   /**
    * Turns TOTP on with a code of the secret from {@link setup}; stores 10 new recovery codes
-   * (hashed) and queues an `mfa_enabled` notice, in one transaction. The caller's session stays.
+   * (hashed), queues an `mfa_enabled` notice and records the `mfa.enabled` event
+   * (docs/api.md#event-types), in one transaction. The caller's session stays.
    * @returns the recovery codes, shown once.
    * @throws AppError `auth.mfa.validation_failed` (400: no setup), `auth.mfa.invalid_code` (401),
    *   `auth.mfa.already_enabled` (409), `auth.mfa.too_many_attempts` (429).
@@ -79,8 +81,8 @@ export interface MfaService {
   enable(user: UserRow, input: { code: string }, client: NoticeClient): Promise<string[]>;
   /**
    * Turns TOTP off with the password (CurrentPasswordCheck) and a code (TOTP or recovery code);
-   * deletes the secret and the recovery codes and queues an `mfa_disabled` notice, in one
-   * transaction. The code counts under the account's second-factor limit, as at sign-in: a
+   * deletes the secret and the recovery codes, queues an `mfa_disabled` notice and records the
+   * `mfa.disabled` event, in one transaction. The code counts under the account's second-factor limit, as at sign-in: a
    * wrong one is logged as `mfa.failed` and may send the `mfa_codes_failing` notice.
    * @throws AppError `auth.mfa.validation_failed` (400: not enabled), `auth.invalid_current_password`
    *   (401), `auth.mfa.invalid_code` (401), `auth.mfa.too_many_attempts` (429).
@@ -159,7 +161,7 @@ export function createMfaService(deps: MfaDeps): MfaService {
   ): Promise<'totp' | 'recovery_code' | undefined> => {
     const typed = 'code' in c.factor ? c.factor.code : c.factor.recoveryCode;
     if ('code' in c.factor && /^[0-9]{6}$/.test(typed)) {
-      const secret = openTotpSecret(keys.totpSecretKey, c.userId, c.sealedSecret);
+      const secret = openSecret(keys.totpSecretKey, c.userId, c.sealedSecret);
       if (secret === undefined) {
         log.error({ userId: c.userId }, 'a TOTP secret does not decrypt: MFA_KEY_FILE is not the key it was stored under');
         return undefined;
@@ -230,7 +232,7 @@ export function createMfaService(deps: MfaDeps): MfaService {
     async setup(user, input, client) {
       await currentPassword.verify(user, input.password, { purpose: 'mfa_setup', ip: client.ip, tooMany: 'auth.mfa.too_many_attempts' });
       const secret = newTotpSecret();
-      if (!(await storePendingTotp(db, { userId: user.id, secret: sealTotpSecret(keys.totpSecretKey, user.id, secret), now: clock.now() }))) {
+      if (!(await storePendingTotp(db, { userId: user.id, secret: sealSecret(keys.totpSecretKey, user.id, secret), now: clock.now() }))) {
         throw new AppError('auth.mfa.already_enabled');
       }
       return { secret, otpauthUri: otpauthUri({ issuer, account: user.email ?? user.username, secret }) };
@@ -246,6 +248,7 @@ export function createMfaService(deps: MfaDeps): MfaService {
           return { failure: 'invalid_code' };
         }
         await enableTotp(tx, user.id, clock.now());
+        await recordEvent(tx, { type: 'mfa.enabled', data: { user_id: user.id } }, clock.now());
         const codes = await storeNewRecoveryCodes(tx, user.id);
         return { codes, noticed: await notice(tx, user, 'mfa_enabled', client) };
       });
@@ -263,6 +266,7 @@ export function createMfaService(deps: MfaDeps): MfaService {
     async disable(user, input, client) {
       const noticed = await withPasswordAndCode(user, input, { purpose: 'mfa_disable', client }, async (tx) => {
         await deleteTotp(tx, user.id);
+        await recordEvent(tx, { type: 'mfa.disabled', data: { user_id: user.id } }, clock.now());
         return notice(tx, user, 'mfa_disabled', client);
       });
       if (noticed) onEmailQueued();

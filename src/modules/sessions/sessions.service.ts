@@ -48,8 +48,13 @@ export type SignInResult =
 
 /** Stored username form (docs/api.md#operations User). */
 const STORED_USERNAME = /^[a-z0-9_]{3,32}$/;
-/** Longest `User-Agent` kept on a session. */
+/** Longest `User-Agent` kept on a session (and in an event). */
 const MAX_USER_AGENT_LENGTH = 512;
+
+/** `client` with its `User-Agent` cut to what is stored. */
+function storedClient(client: ClientContext): ClientContext {
+  return { ip: client.ip, userAgent: client.userAgent === null ? null : client.userAgent.slice(0, MAX_USER_AGENT_LENGTH) };
+}
 
 /** The subject under which the failures of identifiers that name no account are counted: the normalised identifiers given, together. */
 function unknownAccountSubject(subjects: readonly string[]): string {
@@ -139,10 +144,11 @@ export interface SessionsService {
    * (that revocation commits), a warning is logged, and the call fails. Exception, with
    * `refreshReuseGraceSeconds` > 0: the immediate parent of the live token, presented within
    * that many seconds of its rotation, gets the same live token back (see refresh-grace.ts);
-   * no second live token is ever created.
+   * no second live token is ever created. Reuse records the `refresh_token.reuse_detected`
+   * event with `client` (docs/api.md#event-types).
    * @throws AppError `auth.missing_refresh_token`, `auth.invalid_refresh_token`, `auth.refresh_token_reused` (401).
    */
-  refresh(refreshToken: string | undefined, client: Pick<ClientContext, 'ip'>): Promise<IssuedTokens>;
+  refresh(refreshToken: string | undefined, client: ClientContext): Promise<IssuedTokens>;
   /**
    * Checks a Bearer access token (docs/api.md#bearer-authentication): signature and claims, then the session row,
    * which must exist, belong to `sub`, and be unrevoked and unexpired. Updates `last_used_at`
@@ -295,7 +301,7 @@ export function createSessionsService(deps: SessionsDeps): SessionsService {
         userId,
         checkedPasswordVersion,
         ip: client.ip,
-        userAgent: client.userAgent === null ? null : client.userAgent.slice(0, MAX_USER_AGENT_LENGTH),
+        userAgent: storedClient(client).userAgent,
         now,
         expiresAt: new Date(now.getTime() + sessionTtlSeconds * 1000),
         refreshToken: { id: randomUUID(), tokenHash: sha256(refreshToken) },
@@ -398,7 +404,7 @@ export function createSessionsService(deps: SessionsDeps): SessionsService {
     },
 
     refresh(presented, client) {
-      return refresh(presented, client.ip);
+      return refresh(presented, storedClient(client));
     },
 
     async authenticate(authorization) {

@@ -1,5 +1,6 @@
 import { AppError } from '../../errors.js';
 import { constraintName, sqlState, UNIQUE_VIOLATION, type Queryable } from '../../db/db.js';
+import { revokeAllSessions } from '../sessions/sessions.repo.js';
 
 /** A `users` row as stored. Wire fields (docs/api.md#operations User) keep their column names. */
 export interface UserRow {
@@ -203,15 +204,15 @@ export async function upgradePasswordHash(
 
 /**
  * Marks the email verified if the user still has that email.
- * @returns true when the flag changed from false to true.
+ * @returns the user as it is now when the flag changed from false to true; undefined otherwise.
  */
-export async function markEmailVerified(q: Queryable, userId: string, email: string, now: Date): Promise<boolean> {
-  const { rowCount } = await q.query(
+export async function markEmailVerified(q: Queryable, userId: string, email: string, now: Date): Promise<UserRow | undefined> {
+  const { rows } = await q.query<UserRow>(
     `UPDATE users SET is_email_verified = true, updated_at = $3
-      WHERE id = $1 AND email = $2 AND NOT is_email_verified`,
+      WHERE id = $1 AND email = $2 AND NOT is_email_verified RETURNING ${USER_COLUMNS}`,
     [userId, email, now],
   );
-  return rowCount === 1;
+  return rows[0];
 }
 
 /** The user with this (normalised, lower-case) username, or undefined. */
@@ -248,7 +249,8 @@ export function banInForceSql(alias: string, nowSql: string): string {
 
 /**
  * Bans a user (docs/api.md, admin API: "Bans"): sets the ban (a new one replaces the one in force)
- * and revokes every unrevoked session of the user (`revoked_reason = 'banned'`). Run it in a
+ * and revokes every unrevoked session of the user (`revoked_reason = 'banned'`, each with its
+ * `session.revoked` event, docs/api.md#event-types). Run it in a
  * transaction ({@link Db.transaction}) with whatever else records the ban: the user row is
  * updated first, so a sign-in that is creating a session (which share-locks the row and refuses
  * a banned user) either commits before the ban, whose revocation then sees its session, or
@@ -269,11 +271,8 @@ export async function banUser(
   );
   const stored = rows[0];
   if (stored === undefined) return undefined;
-  const { rowCount } = await q.query(
-    "UPDATE sessions SET revoked_at = $2, revoked_reason = 'banned' WHERE user_id = $1 AND revoked_at IS NULL",
-    [userId, now],
-  );
-  return { ban: stored, sessionsRevoked: rowCount };
+  const sessionsRevoked = await revokeAllSessions(q, userId, 'banned', now);
+  return { ban: stored, sessionsRevoked };
 }
 
 /**

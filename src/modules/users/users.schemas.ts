@@ -50,6 +50,14 @@ export function toUser(row: UserRow): User {
   };
 }
 
+/**
+ * The names of the User members whose values differ between `before` and `after`, in the User's
+ * order: the `changed` of a `user.updated` event (docs/api.md#event-types).
+ */
+export function changedMembers(before: User, after: User): (keyof User)[] {
+  return (Object.keys(after) as (keyof User)[]).filter((name) => before[name] !== after[name]);
+}
+
 /** SignUpRequest: at least one of `email` and `phone` (docs/api.md#sign-up). */
 export const SignUpRequestSchema = Type.Object(
   {

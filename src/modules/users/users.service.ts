@@ -13,6 +13,8 @@ import type { BreachedPasswordCheck } from './breached-passwords.js';
 import { checkPassword, SERVICE_NAME } from './password-policy.js';
 import type { CurrentPasswordCheck } from './current-password.js';
 import { findTakenIdentifier, insertUser, replacePasswordHash, type UserRow } from './users.repo.js';
+import { toUser } from './users.schemas.js';
+import { recordEvent } from '../events/events.repo.js';
 
 /** A sign-up request after schema validation (docs/api.md#operations SignUpRequest). */
 export interface SignUpInput {
@@ -45,7 +47,8 @@ export interface UsersService {
    * Creates a user. Identifiers are normalised (docs/api.md#identifiers) and the password validated
    * before it is hashed (docs/api.md#passwords): its length, then the password policy of
    * {@link checkPassword} (NIST SP 800-63B-4 §3.1.1.2). With an email, the user, the
-   * verification code and its outbox row commit in one transaction (docs/api.md#sign-up).
+   * verification code and its outbox row commit in one transaction (docs/api.md#sign-up), with
+   * the `user.created` event (docs/api.md#event-types).
    * @throws AppError `auth.sign_up.validation_failed` (400) for a phone or password that fails
    *   after normalisation or a password the policy refuses (the message says why);
    *   `auth.sign_up.{username,email,phone}_taken` (409), also for races.
@@ -59,7 +62,8 @@ export interface UsersService {
    * policy and argon2id run, and only a successful change takes its count back. Of two parallel
    * changes exactly one wins; the other gets 401. A verified email address gets a
    * `password_changed` notice from `client`, queued in the same transaction
-   * (docs/api.md#security-notices).
+   * (docs/api.md#security-notices), with the `password.changed` event and a `session.revoked`
+   * event per revoked session (docs/api.md#event-types).
    * @throws AppError `auth.change_password.validation_failed` (400) for a bad length or a
    *   password the policy refuses (the message says why), `auth.invalid_current_password` (401),
    *   `auth.change_password.too_many_attempts` (429, Retry-After).
@@ -106,6 +110,7 @@ export function createUsersService(deps: UsersDeps): UsersService {
       const user = await db.transaction(async (tx) => {
         const created = await insertUser(tx, { id: randomUUID(), username, email, phone, password_hash: passwordHash }, now);
         if (email !== null) await verification.issueCode(tx, { id: created.id, username, email });
+        await recordEvent(tx, { type: 'user.created', data: { user: toUser(created) } }, now);
         return created;
       });
       if (email !== null) onEmailQueued();
@@ -134,6 +139,7 @@ export function createUsersService(deps: UsersDeps): UsersService {
         const replaced = await replacePasswordHash(tx, user.id, { expectedVersion: user.password_version, newHash }, now);
         if (!replaced) throw new AppError('auth.invalid_current_password');
         const count = await revokeAllSessions(tx, user.id, 'password_changed', now);
+        await recordEvent(tx, { type: 'password.changed', data: { user_id: user.id, via: 'change_password' } }, now);
         // A reset code issued before the change must not undo it (docs/api.md#change-password).
         await codes.revokeAll(tx, 'password_reset', { id: user.id, email: user.email });
         // An email change asked for with the old password must not complete after it changed.
