@@ -7,7 +7,7 @@ import type { RevocationReason } from '../sessions/sessions.repo.js';
  * row of `webhook_events` in the transaction, or the one statement, of the change, so an event
  * exists if and only if its change committed. Recording is one INSERT and nothing else on the
  * request path: the row names the webhook endpoints enabled and subscribed to its type at that
- * moment, read by the same INSERT from the small `webhook_endpoints` table (migration 016), and
+ * moment, read by the same INSERT from the small `webhook_endpoints` table (migration 014), and
  * the delivery worker fans it out later (src/modules/webhooks/delivery.worker.ts).
  *
  * {@link eventInsertSql} is the one place that writes an event: statements that must stay one

@@ -1,7 +1,7 @@
 import type { Queryable } from '../../db/db.js';
 
 /**
- * The statements of webhook endpoints and deliveries (migration 016, docs/api.md#events-and-webhooks).
+ * The statements of webhook endpoints and deliveries (migration 014, docs/api.md#events-and-webhooks).
  * Events are written by src/modules/events/events.repo.ts; this file fans them out and keeps the
  * deliveries: claimed under a lease as the email outbox's rows are (`FOR UPDATE SKIP LOCKED`),
  * each outcome recorded only by the lease holder.
