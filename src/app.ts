@@ -42,6 +42,11 @@ import { passkeysRoutes } from './modules/passkeys/passkeys.routes.js';
 import { createPasskeysService } from './modules/passkeys/passkeys.service.js';
 import { createEmailChangeService } from './modules/email-change/email-change.service.js';
 import { createPasswordResetService, type PasswordResetService } from './modules/password-reset/password-reset.service.js';
+import { createOAuthProviders, type OAuthProviders } from './modules/oauth/oauth-providers.js';
+import { createOAuthService } from './modules/oauth/oauth.service.js';
+import { oauthRoutes } from './modules/oauth/oauth.routes.js';
+import { createIdentitiesService } from './modules/oauth/identities.service.js';
+import { identitiesRoutes } from './modules/oauth/identities.routes.js';
 import './plugins/authenticate.js';
 
 /** Every route of the interface lives under this prefix (docs/api.md#base-path-and-version). */
@@ -91,6 +96,8 @@ declare module 'fastify' {
     retention: RetentionWorker;
     /** Password reset (a request's work is the outbox worker's: tests call `outbox.runOnce()`). */
     passwordReset: PasswordResetService;
+    /** The configured identity providers (discovery runs from `ready` to `close`). */
+    oauthProviders: OAuthProviders;
   }
 }
 
@@ -207,10 +214,22 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     onEmailQueued,
   });
   const breachedPasswords = config.passwordBreach.check === 'hibp' ? createBreachedPasswordCheck({ apiUrl: config.passwordBreach.apiUrl, log: app.log }) : undefined;
-  const currentPassword = createCurrentPasswordCheck({ hasher, limiter, rules, log: app.log });
-  const users = createUsersService({ db, clock, hasher, verification, codes, onEmailQueued, currentPassword, metrics, breachedPasswords });
+  const sessions = createSessionsService({
+    db,
+    clock,
+    hasher,
+    accessTokens,
+    sessionTtlSeconds: config.sessionTtlSeconds,
+    refreshReuseGraceSeconds: config.refreshReuseGraceSeconds,
+    reauthMaxAgeSeconds: config.reauthMaxAgeSeconds,
+    limiter,
+    rules,
+    log: app.log,
+    metrics,
+  });
+  const currentPassword = createCurrentPasswordCheck({ hasher, limiter, rules, log: app.log, sessions });
+  const users = createUsersService({ db, clock, hasher, verification, codes, onEmailQueued, currentPassword, metrics, breachedPasswords, sessions, log: app.log });
   const accounts = createAccountsService({ db, clock, currentPassword, onEmailQueued, metrics });
-  const sessions = createSessionsService({ db, clock, hasher, accessTokens, sessionTtlSeconds: config.sessionTtlSeconds, refreshReuseGraceSeconds: config.refreshReuseGraceSeconds, limiter, rules, log: app.log, metrics });
   const retention = createRetentionWorker({
     db,
     clock,
@@ -230,12 +249,24 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   const mfa = createMfaService({ ...serviceDeps, sessions, keys: keys.mfa, issuer: config.totpIssuer });
   const passkeys = createPasskeysService({ ...serviceDeps, sessions, rp: config.webauthn });
   const emailChange = createEmailChangeService({ ...serviceDeps, codes, codeTtlSeconds: config.oneTimeCodeTtlSeconds });
+  const oauthProviders = createOAuthProviders({ providers: config.oauth.providers, publicUrl: config.publicUrl, apiPrefix: API_PREFIX, clock, log: app.log });
+  app.decorate('oauthProviders', oauthProviders);
+  const oauth = createOAuthService({
+    ...serviceDeps,
+    providers: oauthProviders,
+    sessions,
+    redirectUrls: config.oauth.redirectUrls,
+    linkVerifiedEmail: config.oauth.linkVerifiedEmail,
+  });
+  const identities = createIdentitiesService({ ...serviceDeps, sessions, providers: oauthProviders });
 
   if (deps.startOutboxWorker ?? true) app.addHook('onReady', async () => outbox.start());
   app.addHook('onReady', async () => limiter.start());
+  app.addHook('onReady', async () => oauthProviders.start());
   if (deps.startRetentionWorker ?? true) app.addHook('onReady', async () => retention.start());
   app.addHook('onClose', async () => {
     limiter.stop();
+    oauthProviders.stop();
     await retention.stop();
     await outbox.stop();
     transport.close();
@@ -255,6 +286,8 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
       await api.register(passwordResetRoutes({ passwordReset }));
       await api.register(mfaRoutes({ mfa, sessions }));
       await api.register(passkeysRoutes({ passkeys, sessions }));
+      await api.register(oauthRoutes({ oauth, providers: oauthProviders, sessions, publicUrl: config.publicUrl, apiPrefix: API_PREFIX }));
+      await api.register(identitiesRoutes({ identities, sessions }));
       await api.register(keysRoutes({ keys }));
       if (config.demoPage) await api.register(demoRoutes({ apiPrefix: API_PREFIX }));
     },

@@ -6,7 +6,7 @@ import type { AuthMetrics } from '../../metrics.js';
 import { deleteExpiredUnverifiedUsers } from '../accounts/accounts.repo.js';
 import { cancelEmailsTo } from '../mail/outbox.repo.js';
 import { purgeInBatches, type BatchOptions } from './batches.js';
-import { eraseExpiredSuccessors, purgeDeadEmails, purgeEndedSessions, purgeEndedVerificationCodes, purgeExpiredMfaChallenges, purgeExpiredWebauthnChallenges, purgeFinishedEmails } from './retention.repo.js';
+import { eraseExpiredSuccessors, purgeDeadEmails, purgeEndedSessions, purgeEndedVerificationCodes, purgeExpiredMfaChallenges, purgeExpiredOAuthFlows, purgeExpiredWebauthnChallenges, purgeFinishedEmails } from './retention.repo.js';
 
 /**
  * How often the purges run, in milliseconds. Retention is counted in days, so a row goes at
@@ -65,6 +65,8 @@ export interface RetentionReport {
   mfaChallenges: number;
   /** Expired passkey registration and sign-in challenges deleted (used ones are deleted when used). */
   webauthnChallenges: number;
+  /** Expired identity-provider flows deleted (used or not). */
+  oauthFlows: number;
   /** Sent and cancelled outbox rows deleted. */
   finishedEmails: number;
   deadEmails: number;
@@ -143,7 +145,7 @@ export function createRetentionWorker(deps: RetentionWorkerDeps): RetentionWorke
   const purgeAll = async (): Promise<RetentionReport> => {
     const now = clock.now();
     const own = generation;
-    const report: RetentionReport = { sessions: 0, devices: 0, verificationCodes: 0, mfaChallenges: 0, webauthnChallenges: 0, finishedEmails: 0, deadEmails: 0, unverifiedUsers: 0, complete: true };
+    const report: RetentionReport = { sessions: 0, devices: 0, verificationCodes: 0, mfaChallenges: 0, webauthnChallenges: 0, oauthFlows: 0, finishedEmails: 0, deadEmails: 0, unverifiedUsers: 0, complete: true };
     const run = async (name: string, purge: (limit: number) => Promise<number>, size: number): Promise<number> => {
       try {
         // After a stop, the purges not yet begun are skipped too.
@@ -198,11 +200,12 @@ export function createRetentionWorker(deps: RetentionWorkerDeps): RetentionWorke
     report.verificationCodes = await run('verification_codes', (limit) => purgeEndedVerificationCodes(db, codesBefore, limit), batchSize);
     report.mfaChallenges = await run('mfa_challenges', (limit) => purgeExpiredMfaChallenges(db, now, limit), batchSize);
     report.webauthnChallenges = await run('webauthn_challenges', (limit) => purgeExpiredWebauthnChallenges(db, now, limit), batchSize);
+    report.oauthFlows = await run('oauth_flows', (limit) => purgeExpiredOAuthFlows(db, now, limit), batchSize);
     const finishedBefore = before(now, retention.outboxDays);
     report.finishedEmails = await run('email_outbox', (limit) => purgeFinishedEmails(db, finishedBefore, limit), batchSize);
     const deadBefore = before(now, retention.outboxDeadDays);
     report.deadEmails = await run('email_outbox_dead', (limit) => purgeDeadEmails(db, deadBefore, limit), batchSize);
-    const deleted = report.unverifiedUsers + report.sessions + report.devices + report.verificationCodes + report.mfaChallenges + report.webauthnChallenges + report.finishedEmails + report.deadEmails;
+    const deleted = report.unverifiedUsers + report.sessions + report.devices + report.verificationCodes + report.mfaChallenges + report.webauthnChallenges + report.oauthFlows + report.finishedEmails + report.deadEmails;
     if (deleted > 0 || !report.complete) log.info({ retention: report }, 'retention purge');
     return report;
   };
