@@ -54,6 +54,8 @@ export function postForm(html: string): { action: string; fields: [string, strin
  */
 export class TestBrowser {
   private jar: JarCookie[] = [];
+  /** The URL {@link navigate} stopped before, when `stopBefore` said so. */
+  stoppedAt: string | undefined;
 
   constructor(
     private readonly ctx: TestContext,
@@ -121,13 +123,18 @@ export class TestBrowser {
   /**
    * Goes to `start` and on, following redirects and submitting the provider's pages (signing in
    * as `account`), until a response that is not one of those: the callback's 303 to the app
-   * page, a JSON error, or a provider's own error page.
+   * page, a JSON error, or a provider's own error page; or until the next URL is one
+   * `stopBefore` names (then {@link stoppedAt} holds it, and it is not requested).
    * @returns every response on the way; the last is where it stopped.
    */
-  async navigate(start: string, options: { account?: string } = {}): Promise<BrowserResponse[]> {
+  async navigate(start: string, options: { account?: string; stopBefore?: (url: URL) => boolean } = {}): Promise<BrowserResponse[]> {
     const seen: BrowserResponse[] = [];
     let next: { url: string; method?: 'GET' | 'POST'; form?: [string, string][] } | undefined = { url: start };
     for (let hop = 0; hop < 20 && next !== undefined; hop++) {
+      if (options.stopBefore?.(new URL(next.url)) === true) {
+        this.stoppedAt = next.url;
+        break;
+      }
       const res = await this.request(next.url, { method: next.method ?? 'GET', ...(next.form === undefined ? {} : { form: next.form }) });
       seen.push(res);
       next = undefined;

@@ -61,9 +61,9 @@ function readBody(req: IncomingMessage): Promise<string> {
   });
 }
 
-/** Starts the provider; `redirectUri` is the client's registered callback URL. */
-export async function startRogueProvider(redirectUri: string): Promise<TestRogueProvider> {
-  const clientId = 'rogue-client';
+/** Starts the provider; `redirectUri` is the client's registered callback URL; `port` 0 (default) takes a free one. */
+export async function startRogueProvider(redirectUri: string, options: { port?: number; clientId?: string } = {}): Promise<TestRogueProvider> {
+  const clientId = options.clientId ?? 'rogue-client';
   const clientSecret = 'rogue-client-secret-for-tests-only';
   const accounts = new Map<string, RogueAccount>();
   const faults: RogueFaults = {};
@@ -140,7 +140,7 @@ export async function startRogueProvider(redirectUri: string): Promise<TestRogue
       return json(res, 404, { error: 'not_found' });
     })().catch((err: unknown) => res.writeHead(500).end(String(err)));
   });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  await new Promise<void>((resolve) => server.listen(options.port ?? 0, '127.0.0.1', resolve));
   issuer = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   return { issuer, clientId, clientSecret, accounts, faults, close: () => new Promise<void>((resolve) => {
       server.closeAllConnections();

@@ -80,8 +80,8 @@ export interface OAuthProviders {
   /**
    * Completes a callback: checks the authorization response (`state`, and RFC 9207 `iss` where the
    * provider advertises it, or wherever it is present), exchanges the code with the PKCE
-   * verifier, validates the ID token (signature by the provider's JWKS, `iss`, `aud`, `exp`,
-   * `nonce`), and reads the account: the ID token's claims, or the UserInfo endpoint when they
+   * verifier, validates the ID token (its signature by the provider's JWKS, although it came
+   * straight from the token endpoint; `iss`, `aud`, `exp`, `nonce`), and reads the account: the ID token's claims, or the UserInfo endpoint when they
    * hold no email; for GitHub, `GET /user` and `GET /user/emails` (the primary verified address).
    * @throws ProviderFailure with the redirect's code; never another error for a provider's answer.
    */
@@ -202,7 +202,12 @@ export function createOAuthProviders(deps: OAuthProvidersDeps): OAuthProviders {
         timeout: PROVIDER_TIMEOUT_SECONDS,
         ...(new URL(p.issuer).protocol === 'http:' ? { execute: [oidc.allowInsecureRequests] } : {}),
       });
-      return applyTransport(found, p.issuer);
+      applyTransport(found, p.issuer);
+      // OpenID Connect Core §3.1.3.7 lets a client skip the signature of an ID token it got
+      // straight from the token endpoint over TLS; this service checks it against the
+      // provider's JWKS all the same (docs/security.md, "Identity providers").
+      oidc.enableNonRepudiationChecks(found);
+      return found;
     })();
     d.inFlight = attempt;
     attempt.then(
