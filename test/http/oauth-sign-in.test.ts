@@ -241,7 +241,6 @@ describe('callback refusals: 400 auth.oauth.invalid_state, JSON, no redirect, no
   it('without the flow cookie; with another browser\'s; after all that, the right browser still completes', async () => {
     const who = account();
     const { browser, callback } = await flowUpToCallback('rogue', who.id);
-    const stranger = browserAs(ctx, providers, who.id);
     const strangerFlow = await authorize('rogue');
     const strangerCookie = setCookies(strangerFlow)[0]!.value;
     for (const cookie of [undefined, '', strangerCookie, browser.cookie(PUBLIC_URL, 'oauth_flow')!.slice(1)]) {
@@ -251,7 +250,6 @@ describe('callback refusals: 400 auth.oauth.invalid_state, JSON, no redirect, no
       expect(res.headers.location).toBeUndefined();
       expect(res.headers['set-cookie']).toBeUndefined();
     }
-    void stranger;
     expect(await userByEmail(who.email)).toBeUndefined();
     const end = await runFlow(browser, callback);
     expectLanding(end, APP_PAGE);
@@ -404,11 +402,13 @@ describe('sign-up and sign-in through a provider', () => {
     const pwd = await postJson(ctx, '/auth/v0/sign-in', { username: user.username, password: PASSWORD });
     expect(pwd.statusCode).toBe(401);
     expect(pwd.json()).toMatchObject({ code: 'auth.invalid_credentials' });
-    // The second sign-in is the same user.
-    const again = await signInWith(browserAs(ctx, providers, who.id), 'op', { account: who.id });
-    expectLanding(again, APP_PAGE);
-    expect(await countRows('users')).toBe(await countRows('users'));
-    expect((await identitiesOf(user.id))).toHaveLength(1);
+    // The second sign-in is the same user: nothing is created.
+    const users = await countRows('users');
+    const again = browserAs(ctx, providers, who.id);
+    expectLanding(await signInWith(again, 'op', { account: who.id }), APP_PAGE);
+    expect(await countRows('users')).toBe(users);
+    expect(await identitiesOf(user.id)).toHaveLength(1);
+    expect(claimsOf((await refreshIn(again)).accessToken!)).toMatchObject({ sub: user.id });
   });
 
   it('form_post: the POST callback answers 303 to the GET with the same parameters (no cookie needed), which signs in', async () => {
