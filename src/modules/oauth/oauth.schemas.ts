@@ -36,10 +36,17 @@ export const AuthorizeQuerySchema = Type.Object({ redirect_to: Type.Optional(Red
  * §4.1.2, §4.1.2.1; RFC 9207). Other parameters are allowed and ignored (providers add their
  * own), and repeated ones are kept for the checks to refuse.
  */
-const Param = Type.Optional(Type.Union([Type.String(), Type.Array(Type.String())]));
+const param = (example: string) => Type.Optional(Type.Union([Type.String(), Type.Array(Type.String())], { examples: [example] }));
+const EXAMPLE_CALLBACK = { code: 'SplxlOBeZQQYbYS6WxSbIA', state: 'af0ifjsldkj-3rSx9cTZIEw', iss: 'https://accounts.google.com' };
 export const CallbackParamsSchema = Type.Object(
-  { code: Param, state: Param, iss: Param, error: Param, error_description: Param },
-  { additionalProperties: true },
+  {
+    code: param(EXAMPLE_CALLBACK.code),
+    state: param(EXAMPLE_CALLBACK.state),
+    iss: param(EXAMPLE_CALLBACK.iss),
+    error: param('access_denied'),
+    error_description: param('The user declined.'),
+  },
+  { additionalProperties: true, examples: [EXAMPLE_CALLBACK] },
 );
 export type CallbackParams = Static<typeof CallbackParamsSchema>;
 
@@ -89,7 +96,14 @@ export function toIdentity(row: IdentityRow): Identity {
 }
 
 /** IdentitiesResponse (docs/api.md#list-identities). */
-export const IdentitiesResponseSchema = Type.Object({ identities: Type.Array(IdentitySchema) }, { title: 'IdentitiesResponse', additionalProperties: false });
+export const IdentitiesResponseSchema = Type.Object(
+  { identities: Type.Array(IdentitySchema) },
+  {
+    title: 'IdentitiesResponse',
+    additionalProperties: false,
+    examples: [{ identities: [{ id: EXAMPLE_IDENTITY_ID, provider: 'google', email: 'alice@example.com', created_at: '2025-01-15T09:30:00.000Z', last_sign_in_at: null }] }],
+  },
+);
 
 /** The `{identity_id}` path segment: any text (an id that is not a UUID names no identity: 404). */
 export const IdentityIdParamsSchema = Type.Object({ identity_id: Type.String({ examples: [EXAMPLE_IDENTITY_ID] }) }, { additionalProperties: false });
