@@ -56,7 +56,7 @@ export function oauthRoutes(deps: { oauth: OAuthService; providers: OAuthProvide
     clearOAuthFlowCookie(reply);
     if (outcome.session !== undefined) setRefreshCookie(reply, outcome.session.refreshToken, outcome.session.refreshMaxAgeSeconds);
     if (outcome.mfaChallenge !== undefined) setMfaChallengeCookie(reply, outcome.mfaChallenge.value, outcome.mfaChallenge.maxAgeSeconds);
-    return reply.code(303).header('location', outcome.location).header('cache-control', 'no-store').send();
+    return reply.header('cache-control', 'no-store').redirect(outcome.location, 303);
   };
 
   return async (app) => {
@@ -90,7 +90,7 @@ export function oauthRoutes(deps: { oauth: OAuthService; providers: OAuthProvide
       async (request, reply) => {
         const started = await oauth.authorize(request.params.provider, request.query.redirect_to, clientContextOf(request));
         setOAuthFlowCookie(reply, started.browserSecret, started.maxAgeSeconds);
-        return reply.code(302).header('location', started.authorizationUrl).header('cache-control', 'no-store').send();
+        return reply.header('cache-control', 'no-store').redirect(started.authorizationUrl, 302);
       },
     );
 
@@ -135,7 +135,7 @@ export function oauthRoutes(deps: { oauth: OAuthService; providers: OAuthProvide
       async (request, reply) => {
         const p = providers.get(request.params.provider);
         if (p === undefined) throw new AppError('auth.oauth.unknown_provider');
-        return reply.code(303).header('location', `${publicUrl}${apiPrefix}/oauth/${p.id}/callback?${formQuery(request.body)}`).header('cache-control', 'no-store').send();
+        return reply.header('cache-control', 'no-store').redirect(`${publicUrl}${apiPrefix}/oauth/${p.id}/callback?${formQuery(request.body)}`, 303);
       },
     );
 
