@@ -27,7 +27,9 @@ describe.skipIf(SKIP_BROWSER)('identity providers in Chromium, through @latchkey
     origin = `http://localhost:${port}`;
     [op, github] = await Promise.all([startOpenIdProvider([`${origin}/auth/v0/oauth/op/callback`]), startGithubServer(`${origin}/auth/v0/oauth/github/callback`)]);
     op.accounts.set('alice', { email: 'alice@provider.test', email_verified: true, preferred_username: 'alice' });
+    op.accounts.set('bob', { email: 'bob@provider.test', email_verified: true, preferred_username: 'bob' });
     github.accounts.set('octo', { id: 583231, login: 'octocat', emails: [{ email: 'octo@provider.test', primary: true, verified: true }] });
+    github.accounts.set('hubot', { id: 583232, login: 'hubot', emails: [{ email: 'hubot@provider.test', primary: true, verified: true }] });
     door = await startFrontDoor(
       {
         PUBLIC_URL: origin,
@@ -40,7 +42,8 @@ describe.skipIf(SKIP_BROWSER)('identity providers in Chromium, through @latchkey
         OAUTH_GITHUB_API_URL: github.apiUrl,
         OAUTH_GITHUB_CLIENT_ID: github.clientId,
         OAUTH_GITHUB_CLIENT_SECRET: github.clientSecret,
-        OAUTH_REDIRECT_URLS: `${origin}/app/`,
+        OAUTH_REDIRECT_URLS: `${origin}/app/,${origin}/auth/v0/demo`,
+        DEMO_PAGE: 'true',
       },
       { port },
     );
@@ -109,5 +112,35 @@ describe.skipIf(SKIP_BROWSER)('identity providers in Chromium, through @latchkey
     await backOnApp('?error=auth.oauth.provider_error');
     expect(await page.evaluate<string | null>('window.client.readProviderError()')).toBe('auth.oauth.provider_error');
     expect(new URL(page.url()).search).toBe('');
+  });
+
+  it('the demo page: a button per provider, the provider\'s pages, back signed in; the providers card links GitHub, lists, unlinks; refresh', async () => {
+    const demo = await (await browser.newContext()).newPage();
+    await demo.goto(`${origin}/auth/v0/demo`);
+    await demo.click('button.provider-sign-in[data-provider="op"]');
+    await demo.waitForURL((url) => url.origin === op.issuer && url.pathname.startsWith('/interaction/'));
+    await demo.fill('input[name="login"]', 'bob');
+    await demo.fill('input[name="password"]', 'any password');
+    await demo.click('button[type="submit"]');
+    await demo.waitForURL((url) => url.origin === op.issuer && url.pathname.startsWith('/interaction/'));
+    await demo.click('button[type="submit"]');
+    await demo.waitForURL(`${origin}/auth/v0/demo`);
+    await demo.waitForSelector('#state[data-signed-in="true"]');
+    expect(await demo.textContent('#state')).toContain('bob (bob@provider.test)');
+
+    await demo.context().addCookies([{ name: 'gh_user', value: 'hubot', url: github.url }]);
+    await demo.click('button.provider-link[data-provider="github"]');
+    await demo.waitForURL((url) => url.origin === origin && url.pathname === '/auth/v0/demo', { waitUntil: 'load' });
+    await demo.waitForSelector('#state[data-signed-in="true"]');
+    await demo.click('#identities');
+    await demo.waitForSelector('#identities-table:not([hidden])');
+    const rows = async () => demo.$$eval('#identities-list tr td[data-label="provider"]', (cells) => cells.map((c) => c.textContent));
+    expect(await rows()).toEqual(['op (bob@provider.test)', 'github (hubot@provider.test)']);
+    await demo.click('#identities-list tr:first-child button.unlink');
+    await demo.waitForFunction(() => document.querySelectorAll('#identities-list tr').length === 1);
+    expect(await rows()).toEqual(['github (hubot@provider.test)']);
+    await demo.click('#refresh');
+    await demo.waitForSelector('#notice[data-outcome="success"]');
+    await demo.context().close();
   });
 });
