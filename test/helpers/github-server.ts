@@ -1,6 +1,7 @@
 import { createHash, randomBytes } from 'node:crypto';
-import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import { createServer, type IncomingMessage } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { closeServer, readBody, sendJson } from './http-server.js';
 
 /** An account of the GitHub-compatible server. */
 export interface GithubAccount {
@@ -50,18 +51,7 @@ function cookiesOf(req: IncomingMessage): Map<string, string> {
   return out;
 }
 
-function readBody(req: IncomingMessage): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    req.on('data', (c: Buffer) => chunks.push(c));
-    req.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
-    req.on('error', reject);
-  });
-}
 
-function json(res: ServerResponse, status: number, body: unknown): void {
-  res.writeHead(status, { 'content-type': 'application/json; charset=utf-8' }).end(JSON.stringify(body));
-}
 
 /** Starts the server; `redirectUri` is the client's registered callback URL. */
 export async function startGithubServer(redirectUri: string): Promise<TestGithubServer> {
@@ -78,7 +68,7 @@ export async function startGithubServer(redirectUri: string): Promise<TestGithub
       const url = new URL(req.url ?? '/', 'http://localhost');
       if (req.method === 'GET' && url.pathname === '/login/oauth/authorize') {
         const q = url.searchParams;
-        if (q.get('client_id') !== clientId || q.get('redirect_uri') !== redirectUri) return json(res, 400, { error: 'redirect_uri_mismatch' });
+        if (q.get('client_id') !== clientId || q.get('redirect_uri') !== redirectUri) return sendJson(res, 400, { error: 'redirect_uri_mismatch' });
         const back = new URL(redirectUri);
         const state = q.get('state');
         if (cookiesOf(req).get('gh_deny') === '1') {
@@ -87,8 +77,8 @@ export async function startGithubServer(redirectUri: string): Promise<TestGithub
         } else {
           const login = cookiesOf(req).get('gh_user');
           const challenge = q.get('code_challenge');
-          if (login === undefined || !accounts.has(login)) return json(res, 401, { error: 'not signed in at the test GitHub' });
-          if (challenge === null || q.get('code_challenge_method') !== 'S256') return json(res, 400, { error: 'PKCE S256 required by this test server' });
+          if (login === undefined || !accounts.has(login)) return sendJson(res, 401, { error: 'not signed in at the test GitHub' });
+          if (challenge === null || q.get('code_challenge_method') !== 'S256') return sendJson(res, 400, { error: 'PKCE S256 required by this test server' });
           const code = randomBytes(10).toString('hex');
           codes.set(code, { login, challenge, redirectUri });
           back.searchParams.set('code', code);
@@ -99,34 +89,34 @@ export async function startGithubServer(redirectUri: string): Promise<TestGithub
       }
       if (req.method === 'POST' && url.pathname === '/login/oauth/access_token') {
         const form = new URLSearchParams(await readBody(req));
-        if (faults.tokenStatus !== undefined) return json(res, faults.tokenStatus, { message: 'test fault' });
+        if (faults.tokenStatus !== undefined) return sendJson(res, faults.tokenStatus, { message: 'test fault' });
         let id = form.get('client_id');
         let secret = form.get('client_secret');
         const basic = /^Basic (.+)$/.exec(req.headers.authorization ?? '')?.[1];
         if (basic !== undefined) [id, secret] = Buffer.from(basic, 'base64').toString().split(':').map(decodeURIComponent) as [string, string];
-        if (id !== clientId || secret !== clientSecret) return json(res, 200, { error: 'incorrect_client_credentials' });
+        if (id !== clientId || secret !== clientSecret) return sendJson(res, 200, { error: 'incorrect_client_credentials' });
         const code = codes.get(form.get('code') ?? '');
         codes.delete(form.get('code') ?? '');
         const verifier = form.get('code_verifier');
         const pkce = code !== undefined && verifier !== null && sha256url(verifier) === code.challenge;
         tokenRequests.push({ pkce });
-        if (code === undefined || form.get('redirect_uri') !== code.redirectUri) return json(res, 200, { error: 'bad_verification_code' });
-        if (!pkce) return json(res, 200, { error: 'invalid_grant', error_description: 'code_verifier does not match' });
+        if (code === undefined || form.get('redirect_uri') !== code.redirectUri) return sendJson(res, 200, { error: 'bad_verification_code' });
+        if (!pkce) return sendJson(res, 200, { error: 'invalid_grant', error_description: 'code_verifier does not match' });
         const token = `gho_${randomBytes(16).toString('hex')}`;
         tokens.set(token, code.login);
-        return json(res, 200, { access_token: token, token_type: 'bearer', scope: 'read:user,user:email' });
+        return sendJson(res, 200, { access_token: token, token_type: 'bearer', scope: 'read:user,user:email' });
       }
       if (req.method === 'GET' && (url.pathname === '/api/v3/user' || url.pathname === '/api/v3/user/emails')) {
         const token = /^(?:Bearer|token) (.+)$/i.exec(req.headers.authorization ?? '')?.[1];
         const account = accounts.get(tokens.get(token ?? '') ?? '');
-        if (account === undefined) return json(res, 401, { message: 'Bad credentials' });
+        if (account === undefined) return sendJson(res, 401, { message: 'Bad credentials' });
         if (url.pathname === '/api/v3/user') {
-          if (faults.userStatus !== undefined) return json(res, faults.userStatus, { message: 'test fault' });
-          return json(res, 200, { id: account.id, login: account.login, email: null, name: account.login });
+          if (faults.userStatus !== undefined) return sendJson(res, faults.userStatus, { message: 'test fault' });
+          return sendJson(res, 200, { id: account.id, login: account.login, email: null, name: account.login });
         }
-        return json(res, 200, account.emails.map((e) => ({ ...e, visibility: e.primary ? 'private' : null })));
+        return sendJson(res, 200, account.emails.map((e) => ({ ...e, visibility: e.primary ? 'private' : null })));
       }
-      return json(res, 404, { message: 'Not Found' });
+      return sendJson(res, 404, { message: 'Not Found' });
     })().catch((err: unknown) => {
       res.writeHead(500).end(String(err));
     });
@@ -141,9 +131,6 @@ export async function startGithubServer(redirectUri: string): Promise<TestGithub
     accounts,
     faults,
     tokenRequests,
-    close: () => new Promise<void>((resolve) => {
-      server.closeAllConnections();
-      server.close(() => resolve());
-    }),
+    close: () => closeServer(server),
   };
 }

@@ -1,6 +1,7 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import Provider, { type Configuration } from 'oidc-provider';
+import { closeServer } from './http-server.js';
 
 /** The claims an account of the test provider has beyond `sub`. */
 export interface AccountClaims {
@@ -62,9 +63,6 @@ export async function startOpenIdProvider(redirectUris: readonly string[], optio
     clientId,
     clientSecret,
     accounts,
-    close: () => new Promise<void>((resolve) => {
-      server.closeAllConnections();
-      server.close(() => resolve());
-    }),
+    close: () => closeServer(server),
   };
 }

@@ -1,6 +1,7 @@
 import { createHash, randomBytes } from 'node:crypto';
-import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { closeServer, readBody, sendJson } from './http-server.js';
 import { exportJWK, generateKeyPair, SignJWT, type CryptoKey, type JWK } from 'jose';
 
 /** An account of the provider: the ID token's claims beyond the registered ones. */
@@ -48,18 +49,7 @@ export interface TestRogueProvider {
   close(): Promise<void>;
 }
 
-function json(res: ServerResponse, status: number, body: unknown): void {
-  res.writeHead(status, { 'content-type': 'application/json; charset=utf-8', 'cache-control': 'no-store' }).end(JSON.stringify(body));
-}
 
-function readBody(req: IncomingMessage): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    req.on('data', (c: Buffer) => chunks.push(c));
-    req.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
-    req.on('error', reject);
-  });
-}
 
 /** Starts the provider; `redirectUri` is the client's registered callback URL; `port` 0 (default) takes a free one. */
 export async function startRogueProvider(redirectUri: string, options: { port?: number; clientId?: string } = {}): Promise<TestRogueProvider> {
@@ -80,7 +70,7 @@ export async function startRogueProvider(redirectUri: string, options: { port?: 
     void (async () => {
       const url = new URL(req.url ?? '/', issuer);
       if (url.pathname === '/.well-known/openid-configuration') {
-        return json(res, 200, {
+        return sendJson(res, 200, {
           issuer,
           authorization_endpoint: `${issuer}/authorize`,
           token_endpoint: `${issuer}/token`,
@@ -93,13 +83,13 @@ export async function startRogueProvider(redirectUri: string, options: { port?: 
           authorization_response_iss_parameter_supported: true,
         });
       }
-      if (url.pathname === '/jwks') return json(res, 200, { keys: [jwk] });
+      if (url.pathname === '/jwks') return sendJson(res, 200, { keys: [jwk] });
       if (url.pathname === '/authorize') {
         const q = url.searchParams;
-        if (q.get('client_id') !== clientId || q.get('redirect_uri') !== redirectUri) return json(res, 400, { error: 'invalid_request' });
+        if (q.get('client_id') !== clientId || q.get('redirect_uri') !== redirectUri) return sendJson(res, 400, { error: 'invalid_request' });
         const login = /(?:^|;\s*)rogue_user=([^;]+)/.exec(req.headers.cookie ?? '')?.[1];
         const account = accounts.get(login ?? '');
-        if (account === undefined) return json(res, 401, { error: 'login_required' });
+        if (account === undefined) return sendJson(res, 401, { error: 'login_required' });
         const code = randomBytes(12).toString('hex');
         codes.set(code, { account, nonce: q.get('nonce'), challenge: q.get('code_challenge') ?? '' });
         const back = new URL(redirectUri);
@@ -116,15 +106,15 @@ export async function startRogueProvider(redirectUri: string, options: { port?: 
           req.socket.destroy();
           return;
         }
-        if (faults.tokenStatus !== undefined) return json(res, faults.tokenStatus, { error: 'server_error' });
+        if (faults.tokenStatus !== undefined) return sendJson(res, faults.tokenStatus, { error: 'server_error' });
         const basic = /^Basic (.+)$/.exec(req.headers.authorization ?? '')?.[1];
         const [id, secret] = basic === undefined ? [] : Buffer.from(basic, 'base64').toString().split(':').map(decodeURIComponent);
-        if (id !== clientId || secret !== clientSecret) return json(res, 401, { error: 'invalid_client' });
+        if (id !== clientId || secret !== clientSecret) return sendJson(res, 401, { error: 'invalid_client' });
         const grant = codes.get(form.get('code') ?? '');
         codes.delete(form.get('code') ?? '');
         const verifier = form.get('code_verifier') ?? '';
-        if (grant === undefined || form.get('redirect_uri') !== redirectUri) return json(res, 400, { error: 'invalid_grant' });
-        if (createHash('sha256').update(verifier).digest('base64url') !== grant.challenge) return json(res, 400, { error: 'invalid_grant', error_description: 'PKCE' });
+        if (grant === undefined || form.get('redirect_uri') !== redirectUri) return sendJson(res, 400, { error: 'invalid_grant' });
+        if (createHash('sha256').update(verifier).digest('base64url') !== grant.challenge) return sendJson(res, 400, { error: 'invalid_grant', error_description: 'PKCE' });
         const now = Math.floor(Date.now() / 1000) - (faults.expired === true ? 7200 : 0);
         const claims = {
           ...grant.account,
@@ -135,15 +125,12 @@ export async function startRogueProvider(redirectUri: string, options: { port?: 
           ...(grant.nonce === null ? {} : { nonce: faults.wrongNonce === true ? 'not-the-nonce' : grant.nonce }),
         };
         const idToken = faults.foreignKey === true ? await sign(claims, foreign.privateKey, 'rogue-1') : await sign(claims, privateKey, 'rogue-1');
-        return json(res, 200, { access_token: randomBytes(16).toString('hex'), token_type: 'Bearer', expires_in: 300, id_token: idToken });
+        return sendJson(res, 200, { access_token: randomBytes(16).toString('hex'), token_type: 'Bearer', expires_in: 300, id_token: idToken });
       }
-      return json(res, 404, { error: 'not_found' });
+      return sendJson(res, 404, { error: 'not_found' });
     })().catch((err: unknown) => res.writeHead(500).end(String(err)));
   });
   await new Promise<void>((resolve) => server.listen(options.port ?? 0, '127.0.0.1', resolve));
   issuer = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-  return { issuer, clientId, clientSecret, accounts, faults, close: () => new Promise<void>((resolve) => {
-      server.closeAllConnections();
-      server.close(() => resolve());
-    }) };
+  return { issuer, clientId, clientSecret, accounts, faults, close: () => closeServer(server) };
 }

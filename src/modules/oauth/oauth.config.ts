@@ -69,39 +69,39 @@ export function isLoopbackHost(hostname: string): boolean {
 }
 
 /**
+ * The common checks of a URL setting: an absolute `http://` or `https://` URL with a host,
+ * without user info, query or fragment (the `?` or `#` of an empty one included).
+ * @returns the parsed URL, or the problem in words (`absolute` says what an absolute URL would be).
+ */
+function checkedUrl(raw: string, absolute: string): URL | string {
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    return `expected ${absolute}`;
+  }
+  if ((url.protocol !== 'https:' && url.protocol !== 'http:') || url.hostname === '') return `expected ${absolute}`;
+  if (url.username !== '' || url.password !== '') return 'expected a URL without user info';
+  if (url.search !== '' || url.hash !== '' || raw.includes('?') || raw.includes('#')) return 'expected a URL without a query or fragment';
+  return url;
+}
+
+/**
  * Why `raw` cannot be a provider URL (an issuer, GitHub's web or API base URL), or undefined: an
  * absolute `https://` URL, or `http://` on a loopback host only (a local test provider), without
  * user info, query or fragment.
  */
 export function providerUrlProblem(raw: string): string | undefined {
-  let url: URL;
-  try {
-    url = new URL(raw);
-  } catch {
-    return 'expected an absolute https:// URL';
-  }
-  if (url.protocol !== 'https:' && url.protocol !== 'http:') return 'expected an absolute https:// URL';
+  const url = checkedUrl(raw, 'an absolute https:// URL');
+  if (typeof url === 'string') return url;
   if (url.protocol === 'http:' && !isLoopbackHost(url.hostname)) return 'http:// only for a loopback host (localhost, 127.0.0.1, ::1); expected https://';
-  if (url.username !== '' || url.password !== '') return 'expected a URL without user info';
-  if (url.search !== '' || url.hash !== '' || raw.includes('?') || raw.includes('#')) return 'expected a URL without a query or fragment';
   return undefined;
 }
 
-/**
- * Why `raw` cannot be an entry of OAUTH_REDIRECT_URLS, or undefined: an absolute http(s) URL with
- * a host, without user info, query or fragment.
- */
+/** Why `raw` cannot be an entry of OAUTH_REDIRECT_URLS, or undefined (see {@link checkedUrl}). */
 function redirectUrlProblem(raw: string): string | undefined {
-  let url: URL;
-  try {
-    url = new URL(raw);
-  } catch {
-    return 'expected an absolute http:// or https:// URL';
-  }
-  if ((url.protocol !== 'https:' && url.protocol !== 'http:') || url.hostname === '') return 'expected an absolute http:// or https:// URL';
-  if (url.username !== '' || url.password !== '') return 'expected a URL without user info';
-  if (url.search !== '' || url.hash !== '' || raw.includes('?') || raw.includes('#')) return 'expected a URL without a query or fragment';
-  return undefined;
+  const url = checkedUrl(raw, 'an absolute http:// or https:// URL');
+  return typeof url === 'string' ? url : undefined;
 }
 
 /** `raw` without a trailing `/` after the host or path (a URL that ends in `/` and one that does not name the same base). */
@@ -239,16 +239,8 @@ function clientSecretOf(read: SettingReader, setting: string, problems: string[]
  * and the flow cookie's path `/auth/v0/oauth` must be that URL's path).
  */
 export function publicUrlProblem(raw: string): string | undefined {
-  let url: URL;
-  try {
-    url = new URL(raw);
-  } catch {
-    return 'expected an absolute URL such as https://auth.example.com';
-  }
-  if ((url.protocol !== 'https:' && url.protocol !== 'http:') || url.hostname === '') return 'expected an absolute URL such as https://auth.example.com';
-  if (url.username !== '' || url.password !== '') return 'expected a URL without user info';
-  if (url.pathname !== '/' || url.search !== '' || url.hash !== '' || raw.includes('?') || raw.includes('#')) {
-    return 'expected the service\'s origin only, without a path, query or fragment (the service answers under /auth/v0 of it)';
-  }
+  const url = checkedUrl(raw, 'an absolute URL such as https://auth.example.com');
+  if (typeof url === 'string') return url;
+  if (url.pathname !== '/') return 'expected the service\'s origin only, without a path (the service answers under /auth/v0 of it)';
   return undefined;
 }
