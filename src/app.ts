@@ -45,6 +45,11 @@ import { createPasswordResetService, type PasswordResetService } from './modules
 import { createDeliveryWorker, type DeliveryWorker } from './modules/webhooks/delivery.worker.js';
 import type { Resolver } from './modules/webhooks/webhook-sender.js';
 import { createWebhooksService, type WebhooksService } from './modules/webhooks/webhooks.service.js';
+import { createOAuthProviders, type OAuthProviders } from './modules/oauth/oauth-providers.js';
+import { createOAuthService } from './modules/oauth/oauth.service.js';
+import { oauthRoutes } from './modules/oauth/oauth.routes.js';
+import { createIdentitiesService } from './modules/oauth/identities.service.js';
+import { identitiesRoutes } from './modules/oauth/identities.routes.js';
 import './plugins/authenticate.js';
 
 /** Every route of the interface lives under this prefix (docs/api.md#base-path-and-version). */
@@ -102,6 +107,8 @@ declare module 'fastify' {
     webhookDelivery: DeliveryWorker;
     /** Webhook endpoint management, behind the CLI and the admin API's `/admin/v0/webhooks` routes. */
     webhooks: WebhooksService;
+    /** The configured identity providers (discovery runs from `ready` to `close`). */
+    oauthProviders: OAuthProviders;
   }
 }
 
@@ -219,10 +226,22 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     onEmailQueued,
   });
   const breachedPasswords = config.passwordBreach.check === 'hibp' ? createBreachedPasswordCheck({ apiUrl: config.passwordBreach.apiUrl, log: app.log }) : undefined;
-  const currentPassword = createCurrentPasswordCheck({ hasher, limiter, rules, log: app.log });
-  const users = createUsersService({ db, clock, hasher, verification, codes, onEmailQueued, currentPassword, metrics, breachedPasswords });
+  const sessions = createSessionsService({
+    db,
+    clock,
+    hasher,
+    accessTokens,
+    sessionTtlSeconds: config.sessionTtlSeconds,
+    refreshReuseGraceSeconds: config.refreshReuseGraceSeconds,
+    reauthMaxAgeSeconds: config.reauthMaxAgeSeconds,
+    limiter,
+    rules,
+    log: app.log,
+    metrics,
+  });
+  const currentPassword = createCurrentPasswordCheck({ hasher, limiter, rules, log: app.log, sessions });
+  const users = createUsersService({ db, clock, hasher, verification, codes, onEmailQueued, currentPassword, metrics, breachedPasswords, sessions, log: app.log });
   const accounts = createAccountsService({ db, clock, currentPassword, onEmailQueued, metrics });
-  const sessions = createSessionsService({ db, clock, hasher, accessTokens, sessionTtlSeconds: config.sessionTtlSeconds, refreshReuseGraceSeconds: config.refreshReuseGraceSeconds, limiter, rules, log: app.log, metrics });
   const retention = createRetentionWorker({
     db,
     clock,
@@ -253,13 +272,25 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   });
   app.decorate('webhookDelivery', webhookDelivery);
   app.decorate('webhooks', createWebhooksService({ db, clock, secretKey: keys.webhookSecretKey }));
+  const oauthProviders = createOAuthProviders({ providers: config.oauth.providers, publicUrl: config.publicUrl, apiPrefix: API_PREFIX, clock, log: app.log });
+  app.decorate('oauthProviders', oauthProviders);
+  const oauth = createOAuthService({
+    ...serviceDeps,
+    providers: oauthProviders,
+    sessions,
+    redirectUrls: config.oauth.redirectUrls,
+    linkVerifiedEmail: config.oauth.linkVerifiedEmail,
+  });
+  const identities = createIdentitiesService({ ...serviceDeps, sessions, providers: oauthProviders });
 
   if (deps.startOutboxWorker ?? true) app.addHook('onReady', async () => outbox.start());
   app.addHook('onReady', async () => limiter.start());
+  app.addHook('onReady', async () => oauthProviders.start());
   if (deps.startRetentionWorker ?? true) app.addHook('onReady', async () => retention.start());
   if (deps.startWebhookWorker ?? true) app.addHook('onReady', async () => webhookDelivery.start());
   app.addHook('onClose', async () => {
     limiter.stop();
+    oauthProviders.stop();
     await retention.stop();
     await Promise.all([outbox.stop(), webhookDelivery.stop()]);
     transport.close();
@@ -279,6 +310,8 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
       await api.register(passwordResetRoutes({ passwordReset }));
       await api.register(mfaRoutes({ mfa, sessions }));
       await api.register(passkeysRoutes({ passkeys, sessions }));
+      await api.register(oauthRoutes({ oauth, providers: oauthProviders, sessions, publicUrl: config.publicUrl, apiPrefix: API_PREFIX }));
+      await api.register(identitiesRoutes({ identities, sessions }));
       await api.register(keysRoutes({ keys }));
       if (config.demoPage) await api.register(demoRoutes({ apiPrefix: API_PREFIX }));
     },

@@ -3,6 +3,7 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { codeHmacKeyFileProblem, rsaKeyFileProblem } from './modules/keys/keys.service.js';
 import { DEFAULT_ACCESS_TOKEN_CACHE_SIZE } from './modules/tokens/access-token.service.js';
+import { oauthSettings, publicUrlProblem, type OAuthSettings } from './modules/oauth/oauth.config.js';
 
 /** SMTP transport security: none, required STARTTLS upgrade, or implicit TLS (README "Configuration"). */
 export type SmtpTlsMode = 'none' | 'starttls' | 'tls';
@@ -110,6 +111,18 @@ export interface Config {
   readonly retention: RetentionSettings;
   /** The breached-password check of new passwords (see {@link PasswordBreachSettings}). */
   readonly passwordBreach: PasswordBreachSettings;
+  /**
+   * PUBLIC_URL: the service's public origin, without a trailing `/` (default
+   * `http://localhost:<PORT>`); identity providers return to `{publicUrl}/auth/v0/oauth/{id}/callback`.
+   */
+  readonly publicUrl: string;
+  /** Sign-in with identity providers (docs/api.md#sign-in-with-an-identity-provider). */
+  readonly oauth: OAuthSettings;
+  /**
+   * REAUTH_MAX_AGE_SECONDS: how recent a session's sign-in must be for the operations that ask
+   * for one instead of a password (docs/api.md#recent-sign-in).
+   */
+  readonly reauthMaxAgeSeconds: number;
 }
 
 /**
@@ -212,6 +225,13 @@ const MAX_ARGON2_MEMORY_KIB = 4 * 1024 * 1024;
 const MAX_ARGON2_TIME_COST = 100;
 const MAX_ARGON2_PARALLELISM = 16;
 const MAX_PORT = 65535;
+/**
+ * REAUTH_MAX_AGE_SECONDS (docs/api.md#recent-sign-in): 10 minutes by default, about the time a
+ * person takes from signing in again to finishing the change that asked for it; at least a
+ * minute (a provider's sign-in page takes that), at most a day.
+ */
+const DEFAULT_REAUTH_MAX_AGE = 600;
+const MIN_REAUTH_MAX_AGE = 60;
 /**
  * Rate-limit defaults (docs/security.md, rate limits): 10 failures per identifier from one client
  * and 50 per client in 15 minutes; 100 failures per account per hour, the most NIST SP 800-63B-4
@@ -489,6 +509,11 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>>): C
     problems.push(`PASSWORD_RESET_URL: expected an absolute http:// or https:// URL without a fragment, got "${passwordResetUrl}"`);
   }
 
+  const publicUrl = (str('PUBLIC_URL') ?? `http://localhost:${port}`).replace(/\/+$/, '');
+  const publicUrlIssue = publicUrlProblem(publicUrl);
+  if (publicUrlIssue !== undefined) problems.push(`PUBLIC_URL: ${publicUrlIssue}, got "${str('PUBLIC_URL') ?? ''}"`);
+  const oauth = oauthSettings({ str, secret, bool, list }, problems);
+
   const config: Config = {
     host: str('HOST') ?? '127.0.0.1',
     port,
@@ -551,6 +576,9 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>>): C
       webhookDeadDays: retentionWebhookDeadDays,
     },
     passwordBreach: { check: breachCheck, apiUrl: breachApiUrl },
+    publicUrl,
+    oauth,
+    reauthMaxAgeSeconds: int('REAUTH_MAX_AGE_SECONDS', DEFAULT_REAUTH_MAX_AGE, MIN_REAUTH_MAX_AGE, ONE_DAY),
   };
   if (problems.length > 0) throw new ConfigError(problems);
   return deepFreeze(config);

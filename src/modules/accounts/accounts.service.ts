@@ -5,7 +5,7 @@ import { createAuthMetrics, type AccountDeletionCause, type AuthMetrics } from '
 import { queueSecurityNotice, type NoticeClient } from '../mail/notices.js';
 import { cancelEmailsTo, cancelPendingEmails } from '../mail/outbox.repo.js';
 import type { CurrentPasswordCheck } from '../users/current-password.js';
-import type { UserRow } from '../users/users.repo.js';
+import type { Authenticated } from '../sessions/sessions.service.js';
 import { noticeAddress } from '../users/users.service.js';
 import { deleteAccountRateLimits, deleteFinishedEmailsTo, deleteUser, type DeletedUser } from './accounts.repo.js';
 import { recordEvent, type UserDeletedCause } from '../events/events.repo.js';
@@ -75,7 +75,7 @@ export interface AccountsService {
    * the account was deleted meanwhile, nothing is deleted and the answer is 401.
    * @throws AppError `auth.invalid_current_password` (401), `auth.delete_account.too_many_attempts` (429, Retry-After).
    */
-  deleteAccount(user: UserRow, input: { password: string }, client: NoticeClient): Promise<void>;
+  deleteAccount(caller: Authenticated, input: { password: string | undefined }, client: NoticeClient): Promise<void>;
 }
 
 /** Builds the {@link AccountsService}. */
@@ -83,8 +83,14 @@ export function createAccountsService(deps: AccountsDeps): AccountsService {
   const { db, clock, currentPassword, onEmailQueued } = deps;
   const metrics: AccountsMetrics = deps.metrics ?? createAuthMetrics();
   return {
-    async deleteAccount(user, input, client) {
-      await currentPassword.verify(user, input.password, { purpose: 'delete_account', ip: client.ip, tooMany: 'auth.delete_account.too_many_attempts' });
+    async deleteAccount(caller, input, client) {
+      const { user } = caller;
+      await currentPassword.verify(caller, input.password, {
+        purpose: 'delete_account',
+        ip: client.ip,
+        tooMany: 'auth.delete_account.too_many_attempts',
+        validationError: 'auth.delete_account.validation_failed',
+      });
       const erased = await eraseAccount(db, { userId: user.id, expectedPasswordVersion: user.password_version, now: clock.now(), client, cause: 'owner' });
       if (erased === undefined) throw new AppError('auth.invalid_current_password');
       metrics.accountsDeleted('owner');

@@ -1,7 +1,8 @@
 import type { FastifyBaseLogger } from 'fastify';
 import type { Clock } from '../../clock.js';
 import type { Db } from '../../db/db.js';
-import type { CurrentPasswordCheck } from '../users/current-password.js';
+import { missingPassword, type CurrentPasswordCheck } from '../users/current-password.js';
+import type { Authenticated } from '../sessions/sessions.service.js';
 import { AppError, type ErrorCode } from '../../errors.js';
 import type { AuthMetrics } from '../../metrics.js';
 import { securityEvent } from '../audit/security-events.js';
@@ -53,7 +54,7 @@ export interface EmailChangeService {
    *   (401, also when the password or the address changed meanwhile), `auth.change_email.email_taken`
    *   (409), `auth.change_email.rate_limited` (429, body code `auth.change_email.too_many_attempts`, Retry-After).
    */
-  request(user: UserRow, input: { newEmail: string; password: string }, client: NoticeClient): Promise<void>;
+  request(caller: Authenticated, input: { newEmail: string; password: string | undefined }, client: NoticeClient): Promise<void>;
   /**
    * Confirms the change with the code sent to the new address. The user row is locked, then the
    * user's latest live email-change code (a wrong code counts one of its 5 tries and commits it).
@@ -88,14 +89,23 @@ export function createEmailChangeService(deps: EmailChangeDeps): EmailChangeServ
   };
 
   return {
-    async request(user, input, client) {
+    async request(caller, input, client) {
+      const { user } = caller;
       const { newEmail } = input;
       if (newEmail === user.email) {
         throw new AppError('auth.change_email.validation_failed', { message: 'new_email is already the email address of the account.' });
       }
+      // A missing password is the request's 400, before anything counts.
+      const missing = missingPassword(user, input.password, 'auth.change_email.validation_failed');
+      if (missing !== undefined) throw missing;
       const verdict = await limiter.hit(rules.changeEmailPerUser, user.id);
       if (!verdict.allowed) throw rateLimited(verdict.retryAfterSeconds, client.ip, 'request');
-      await currentPassword.verify(user, input.password, { purpose: 'change_email', ip: client.ip, tooMany: 'auth.change_email.rate_limited' });
+      await currentPassword.verify(caller, input.password, {
+        purpose: 'change_email',
+        ip: client.ip,
+        tooMany: 'auth.change_email.rate_limited',
+        validationError: 'auth.change_email.validation_failed',
+      });
       if ((await findUserByEmail(db, newEmail)) !== undefined) throw new AppError('auth.change_email.email_taken');
       const now = clock.now();
       const notice = noticeAddress(user);

@@ -9,7 +9,7 @@ import { recordEvents } from '../events/events.repo.js';
 import { purgeEvents, purgeFinishedDeliveries } from '../webhooks/webhooks.repo.js';
 import { cancelEmailsTo } from '../mail/outbox.repo.js';
 import { purgeInBatches, type BatchOptions } from './batches.js';
-import { eraseExpiredSuccessors, purgeDeadEmails, purgeEndedSessions, purgeEndedVerificationCodes, purgeExpiredMfaChallenges, purgeExpiredWebauthnChallenges, purgeFinishedEmails } from './retention.repo.js';
+import { eraseExpiredSuccessors, purgeDeadEmails, purgeEndedSessions, purgeEndedVerificationCodes, purgeExpiredMfaChallenges, purgeExpiredOAuthFlows, purgeExpiredWebauthnChallenges, purgeFinishedEmails } from './retention.repo.js';
 
 /**
  * How often the purges run, in milliseconds. Retention is counted in days, so a row goes at
@@ -68,6 +68,8 @@ export interface RetentionReport {
   mfaChallenges: number;
   /** Expired passkey registration and sign-in challenges deleted (used ones are deleted when used). */
   webauthnChallenges: number;
+  /** Expired identity-provider flows deleted (used or not). */
+  oauthFlows: number;
   /** Sent and cancelled outbox rows deleted. */
   finishedEmails: number;
   deadEmails: number;
@@ -155,6 +157,7 @@ export function createRetentionWorker(deps: RetentionWorkerDeps): RetentionWorke
       verificationCodes: 0,
       mfaChallenges: 0,
       webauthnChallenges: 0,
+      oauthFlows: 0,
       finishedEmails: 0,
       deadEmails: 0,
       unverifiedUsers: 0,
@@ -218,6 +221,7 @@ export function createRetentionWorker(deps: RetentionWorkerDeps): RetentionWorke
     report.verificationCodes = await run('verification_codes', (limit) => purgeEndedVerificationCodes(db, codesBefore, limit), batchSize);
     report.mfaChallenges = await run('mfa_challenges', (limit) => purgeExpiredMfaChallenges(db, now, limit), batchSize);
     report.webauthnChallenges = await run('webauthn_challenges', (limit) => purgeExpiredWebauthnChallenges(db, now, limit), batchSize);
+    report.oauthFlows = await run('oauth_flows', (limit) => purgeExpiredOAuthFlows(db, now, limit), batchSize);
     const finishedBefore = before(now, retention.outboxDays);
     report.finishedEmails = await run('email_outbox', (limit) => purgeFinishedEmails(db, finishedBefore, limit), batchSize);
     const deadBefore = before(now, retention.outboxDeadDays);
@@ -229,7 +233,7 @@ export function createRetentionWorker(deps: RetentionWorkerDeps): RetentionWorke
     report.webhookDeliveries += await run('webhook_deliveries_dead', (limit) => purgeFinishedDeliveries(db, { status: 'dead', before: deadDeliveriesBefore, limit }), batchSize);
     report.webhookEvents = await run('webhook_events', (limit) => purgeEvents(db, { before: deliveredBefore, limit }), batchSize);
     const deleted =
-      report.unverifiedUsers + report.sessions + report.devices + report.verificationCodes + report.mfaChallenges + report.webauthnChallenges + report.finishedEmails + report.deadEmails + report.webhookDeliveries + report.webhookEvents;
+      report.unverifiedUsers + report.sessions + report.devices + report.verificationCodes + report.mfaChallenges + report.webauthnChallenges + report.oauthFlows + report.finishedEmails + report.deadEmails + report.webhookDeliveries + report.webhookEvents;
     if (deleted > 0 || !report.complete) log.info({ retention: report }, 'retention purge');
     return report;
   };

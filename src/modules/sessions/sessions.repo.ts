@@ -146,6 +146,15 @@ export async function listActiveSessions(q: Queryable, userId: string, now: Date
   return rows;
 }
 
+/**
+ * Whether session `sessionId` was created (signed in, by any method; refreshes keep the
+ * session) at or after `since`, by its primary key (docs/api.md#recent-sign-in).
+ */
+export async function sessionSignedInSince(q: Queryable, sessionId: string, since: Date): Promise<boolean> {
+  const { rows } = await q.query<{ recent: boolean }>('SELECT created_at >= $2 AS recent FROM sessions WHERE id = $1', [sessionId, since]);
+  return rows[0]?.recent === true;
+}
+
 /** The owner of a session (revoked or not), or undefined when it does not exist. */
 export async function findSessionOwner(q: Queryable, sessionId: string): Promise<string | undefined> {
   const { rows } = await q.query<{ user_id: string }>('SELECT user_id FROM sessions WHERE id = $1', [sessionId]);

@@ -31,20 +31,21 @@ const TAKEN_BY_CONSTRAINT = {
 } as const;
 
 /**
- * Inserts a user. The unique indexes decide races: of parallel sign-ups with one username,
- * exactly one insert succeeds.
+ * Inserts a user, its email unverified unless `is_email_verified` says otherwise (a user an
+ * identity provider vouched for). The unique indexes decide races: of parallel sign-ups with
+ * one username, exactly one insert succeeds.
  * @throws AppError `auth.sign_up.{username,email,phone}_taken` (409) on a unique violation.
  */
 export async function insertUser(
   q: Queryable,
-  user: Omit<UserRow, 'is_email_verified' | 'is_phone_verified' | 'password_version'>,
+  user: Omit<UserRow, 'is_email_verified' | 'is_phone_verified' | 'password_version'> & { is_email_verified?: boolean },
   now: Date,
 ): Promise<UserRow> {
   try {
     const { rows } = await q.query<UserRow>(
-      `INSERT INTO users (id, username, email, phone, password_hash, created_at, updated_at)
-       VALUES ($1, $2, $3, $4, $5, $6, $6) RETURNING ${USER_COLUMNS}`,
-      [user.id, user.username, user.email, user.phone, user.password_hash, now],
+      `INSERT INTO users (id, username, email, phone, password_hash, is_email_verified, created_at, updated_at)
+       VALUES ($1, $2, $3, $4, $5, $7, $6, $6) RETURNING ${USER_COLUMNS}`,
+      [user.id, user.username, user.email, user.phone, user.password_hash, now, user.is_email_verified ?? false],
     );
     return rows[0]!;
   } catch (err) {
@@ -72,6 +73,21 @@ export async function findTakenIdentifier(
 }
 
 /**
+ * The columns of a user as a sign-in needs them (a {@link UserRow}, its ban, and whether a second
+ * factor is on), for SELECTs from `users`.
+ */
+const SIGN_IN_USER_COLUMNS = `${USER_COLUMNS}, banned_at, banned_until, EXISTS (SELECT 1 FROM mfa_totp m WHERE m.user_id = users.id AND m.enabled_at IS NOT NULL) AS mfa_enabled`;
+
+/** A user as a sign-in checks it: the row, its ban, and whether a second factor is on. */
+export type SignInUser = UserRow & Pick<BanState, 'banned_at' | 'banned_until'> & { mfa_enabled: boolean };
+
+/** The user with this id as a sign-in checks it ({@link SignInUser}), or undefined. */
+export async function findSignInUser(q: Queryable, id: string): Promise<SignInUser | undefined> {
+  const { rows } = await q.query<SignInUser>(`SELECT ${SIGN_IN_USER_COLUMNS} FROM users WHERE id = $1`, [id]);
+  return rows[0];
+}
+
+/**
  * The SELECT of every user named by any of the given (already normalised) identifiers (at most
  * three rows; undefined identifiers match nothing), with its parameters numbered from
  * `$<firstParam>`, for a statement that runs it along with other work: sign-in counts its
@@ -84,8 +100,7 @@ export function usersByIdentifiersQuery(
 ): { sql: string; params: unknown[] } {
   const [u, e, p] = [firstParam, firstParam + 1, firstParam + 2];
   return {
-    sql: `SELECT ${USER_COLUMNS}, banned_at, banned_until, EXISTS (SELECT 1 FROM mfa_totp m WHERE m.user_id = users.id AND m.enabled_at IS NOT NULL) AS mfa_enabled
-            FROM users WHERE username = $${u}::text OR email = $${e}::text OR phone = $${p}::text`,
+    sql: `SELECT ${SIGN_IN_USER_COLUMNS} FROM users WHERE username = $${u}::text OR email = $${e}::text OR phone = $${p}::text`,
     params: [ids.username ?? null, ids.email ?? null, ids.phone ?? null],
   };
 }
@@ -156,6 +171,20 @@ export async function replacePasswordHash(
     [userId, change.expectedVersion, change.newHash, now],
   );
   return rowCount === 1;
+}
+
+/**
+ * Sets the first password of a user who has none (docs/api.md#set-a-password), only while it
+ * still has none: of two parallel requests exactly one sets it. Raises `password_version`.
+ * @returns the user as updated, or undefined when it has a password (or does not exist).
+ */
+export async function setFirstPasswordHash(q: Queryable, userId: string, newHash: string, now: Date): Promise<UserRow | undefined> {
+  const { rows } = await q.query<UserRow>(
+    `UPDATE users SET password_hash = $2, password_version = password_version + 1, updated_at = $3
+      WHERE id = $1 AND password_hash IS NULL RETURNING ${USER_COLUMNS}`,
+    [userId, newHash, now],
+  );
+  return rows[0];
 }
 
 /**

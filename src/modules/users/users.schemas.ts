@@ -88,6 +88,12 @@ export const SignUpResponseSchema = Type.Object(
   { additionalProperties: false, examples: [{ user: { ...EXAMPLE_VERIFIED_USER, is_email_verified: false } }] },
 );
 
+/** SetPasswordRequest (docs/api.md#set-a-password): the first password of a user who has none. */
+export const SetPasswordRequestSchema = Type.Object(
+  { new_password: NewPasswordSchema },
+  { title: 'SetPasswordRequest', additionalProperties: false, examples: [{ new_password: 'plum tractor velvet harbour' }] },
+);
+
 /** ChangePasswordRequest (docs/api.md#change-password). */
 export const ChangePasswordRequestSchema = Type.Object(
   {

@@ -12,7 +12,10 @@ import { normalizeEmail, normalizePhone, normalizeUsername } from './identifiers
 import type { BreachedPasswordCheck } from './breached-passwords.js';
 import { checkPassword, SERVICE_NAME } from './password-policy.js';
 import type { CurrentPasswordCheck } from './current-password.js';
-import { findTakenIdentifier, insertUser, replacePasswordHash, type UserRow } from './users.repo.js';
+import type { Authenticated, SessionsService } from '../sessions/sessions.service.js';
+import type { FastifyBaseLogger } from 'fastify';
+import { findTakenIdentifier, insertUser, replacePasswordHash, setFirstPasswordHash, type UserRow } from './users.repo.js';
+import { securityEvent } from '../audit/security-events.js';
 import { toUser } from './users.schemas.js';
 import { recordEvent } from '../events/events.repo.js';
 
@@ -39,6 +42,9 @@ export interface UsersDeps {
   readonly metrics?: AuthMetrics;
   /** The breached-password check of new passwords (PASSWORD_BREACH_CHECK=hibp); undefined: none. */
   readonly breachedPasswords?: BreachedPasswordCheck | undefined;
+  /** The recent-sign-in check of {@link UsersService.setPassword}. */
+  readonly sessions: Pick<SessionsService, 'requireRecentSignIn'>;
+  readonly log: FastifyBaseLogger;
 }
 
 /** Sign-up and password change. */
@@ -68,7 +74,17 @@ export interface UsersService {
    *   password the policy refuses (the message says why), `auth.invalid_current_password` (401),
    *   `auth.change_password.too_many_attempts` (429, Retry-After).
    */
-  changePassword(user: UserRow, input: { currentPassword: string; newPassword: string }, client: NoticeClient): Promise<void>;
+  changePassword(caller: Authenticated, input: { currentPassword: string; newPassword: string }, client: NoticeClient): Promise<void>;
+  /**
+   * Sets the first password of the caller, a user who has none (signed up through an identity
+   * provider), docs/api.md#set-a-password. In this order: a recent sign-in of the calling
+   * session; no password yet; the password policy (as at sign-up). Then it is hashed and stored
+   * only while the user still has none (a parallel request loses with 409), with a
+   * `password_set` notice in the same transaction. No session is revoked.
+   * @throws AppError `auth.reauthentication_required` (401), `auth.password.already_set` (409),
+   *   `auth.password.validation_failed` (400, the message says why).
+   */
+  setPassword(caller: Authenticated, input: { newPassword: string }, client: NoticeClient): Promise<void>;
 }
 
 /**
@@ -117,15 +133,17 @@ export function createUsersService(deps: UsersDeps): UsersService {
       return user;
     },
 
-    async changePassword(user, input, client) {
+    async changePassword(caller, input, client) {
+      const { user } = caller;
       const newPassword = normalizePassword(input.newPassword);
       if (newPassword === undefined) {
         throw new AppError('auth.change_password.validation_failed', { message: 'new_password must be 8 to 72 characters after NFKC normalisation.' });
       }
       // Every attempt counts per user before any costly check (the password policy takes tens of
       // milliseconds of the event loop, argon2id more); only a right current password takes it back.
-      await currentPassword.verify(user, input.currentPassword, {
+      await currentPassword.verify(caller, input.currentPassword, {
         purpose: 'change_password',
+        validationError: 'auth.change_password.validation_failed',
         ip: client.ip,
         tooMany: 'auth.change_password.too_many_attempts',
         before: async () => {
@@ -152,6 +170,30 @@ export function createUsersService(deps: UsersDeps): UsersService {
       });
       metrics.sessionsRevoked('password_changed', revoked);
       if (noticeAddress(user) !== null) onEmailQueued();
+    },
+
+    async setPassword(caller, input, client) {
+      const { user } = caller;
+      await deps.sessions.requireRecentSignIn(caller);
+      if (user.password_hash !== null) throw new AppError('auth.password.already_set');
+      const newPassword = normalizePassword(input.newPassword);
+      if (newPassword === undefined) {
+        throw new AppError('auth.password.validation_failed', { message: 'new_password must be 8 to 72 characters after NFKC normalisation.' });
+      }
+      const refused = await checkPassword(newPassword, { username: user.username, email: user.email, serviceName: SERVICE_NAME }, policy);
+      if (refused !== undefined) throw new AppError('auth.password.validation_failed', { message: refused.reason });
+      const newHash = await hasher.hash(newPassword);
+      const now = clock.now();
+      const address = noticeAddress(user);
+      const set = await db.transaction(async (tx) => {
+        const updated = await setFirstPasswordHash(tx, user.id, newHash, now);
+        if (updated === undefined) return false;
+        if (address !== null) await queueSecurityNotice(tx, { kind: 'password_set', recipient: address, username: user.username, at: now, client });
+        return true;
+      });
+      if (!set) throw new AppError('auth.password.already_set');
+      if (address !== null) onEmailQueued();
+      securityEvent(deps.log, 'password.set', { userId: user.id, sessionId: caller.session.id, ip: client.ip });
     },
   };
 }
