@@ -63,6 +63,19 @@ async function providerUser(provider = 'rogue') {
   return { who, browser, token: accessToken!, sessionId: sessionId! };
 }
 
+/**
+ * The events (docs/api.md#events-and-webhooks) of the user with this email, in the order they
+ * were recorded, as [type, data] with the identity's id and the User left out.
+ */
+async function identityEventsOf(email: string): Promise<[string, unknown][]> {
+  const { rows } = await ctx.db.query<{ type: string; data: Record<string, unknown> }>(
+    `SELECT e.type, e.data FROM webhook_events e JOIN users u ON u.id::text IN (e.data->>'user_id', e.data->'user'->>'id')
+      WHERE u.email = $1 AND e.type IN ('user.created', 'identity.linked', 'identity.unlinked', 'password.changed') ORDER BY e.id`,
+    [email],
+  );
+  return rows.map(({ type, data }) => [type, type === 'user.created' ? Object.keys(data) : { ...data, user_id: typeof data.user_id, identity_id: typeof data.identity_id }]);
+}
+
 /** A fresh sign-in of an existing provider user: a new session, so a recent sign-in. */
 async function signInAgain(who: { id: string }, provider = 'rogue'): Promise<string> {
   const browser = browserAs(ctx, providers, who.id);
@@ -213,6 +226,10 @@ describe('GET /auth/v0/identities and DELETE /auth/v0/identities/{identity_id}',
     expect((await register(ctx, token, new SoftwareAuthenticator())).statusCode).toBe(201);
     expect((await del(token, remaining[0]!.id)).statusCode).toBe(204);
     expect(await identities(token)).toEqual([]);
+    // One event per change, in the change's transaction: the sign-up, both links, both unlinks.
+    const linked = (provider: string) => ['identity.linked', { user_id: 'string', identity_id: 'string', provider }];
+    const unlinked = (provider: string) => ['identity.unlinked', { user_id: 'string', identity_id: 'string', provider }];
+    expect(await identityEventsOf(user.who.email)).toEqual([['user.created', ['user']], linked('rogue'), linked('github'), unlinked('rogue'), unlinked('github')]);
     // The provider's account no longer signs in; the address is the user's: account_exists.
     expectLanding(await signInWith(browserAs(ctx, providers, user.who.id), 'github'), APP_PAGE, 'auth.oauth.account_exists');
   });
@@ -242,6 +259,7 @@ describe('POST /auth/v0/password: the first password of a user who has none', ()
     expect((await withBearer(ctx, 'GET', '/auth/v0/me', token)).statusCode).toBe(200);
     expect((await withBearer(ctx, 'GET', '/auth/v0/me', user.token)).statusCode).toBe(200);
     expect((await noticesTo(ctx, user.who.email)).map((n) => n.notice)).toEqual(['password_set']);
+    expect((await identityEventsOf(user.who.email)).at(-1)).toEqual(['password.changed', { user_id: 'string', identity_id: 'undefined', via: 'set' }]);
     const again = await set(token, { new_password: 'another good password 2' });
     expect([again.statusCode, again.json().code]).toEqual([409, 'auth.password.already_set']);
     expect((await postJson(ctx, '/auth/v0/sign-in', { email: user.who.email, password: 'a good new password 1' })).statusCode).toBe(200);

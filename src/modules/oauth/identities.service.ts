@@ -8,6 +8,7 @@ import type { Authenticated, SessionsService } from '../sessions/sessions.servic
 import { UUID_PATTERN } from '../tokens/access-token.service.js';
 import { lockUserRow } from '../users/users.repo.js';
 import { noticeAddress } from '../users/users.service.js';
+import { recordEvent } from '../events/events.repo.js';
 import { deleteIdentity, findIdentityById, hasOtherSignInMethod, listIdentities, type IdentityRow } from './identities.repo.js';
 import type { OAuthProviders } from './oauth-providers.js';
 
@@ -56,6 +57,7 @@ export function createIdentitiesService(deps: IdentitiesDeps): IdentitiesService
         if (identity.user_id !== userId) return 'forbidden' as const;
         if (!(await hasOtherSignInMethod(tx, userId, identityId))) return 'last' as const;
         if (!(await deleteIdentity(tx, identityId, userId))) return 'not_found' as const;
+        await recordEvent(tx, { type: 'identity.unlinked', data: { user_id: userId, identity_id: identityId, provider: identity.provider } }, clock.now());
         const address = noticeAddress(user);
         if (address !== null) {
           const name = providers.get(identity.provider)?.name ?? identity.provider;

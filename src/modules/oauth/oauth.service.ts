@@ -13,12 +13,19 @@ import { findActiveSessionWithUser } from '../sessions/sessions.repo.js';
 import type { Authenticated, ClientContext, IssuedTokens, SessionsService } from '../sessions/sessions.service.js';
 import { findSignInUser, findUserByEmail, insertUser, lockUserRow, type UserRow } from '../users/users.repo.js';
 import { noticeAddress } from '../users/users.service.js';
-import { findIdentity, linkIdentity, recordIdentitySignIn } from './identities.repo.js';
+import { findIdentity, linkIdentity, recordIdentitySignIn, type IdentityRow } from './identities.repo.js';
+import { recordEvent, recordEvents, type NewEvent } from '../events/events.repo.js';
+import { toUser } from '../users/users.schemas.js';
 import { consumeFlow, insertFlow, type ConsumedFlow, type FlowMode } from './oauth-flows.repo.js';
 import { ProviderFailure, type OAuthProviders, type ProviderProfile } from './oauth-providers.js';
 import type { OAuthProviderSettings } from './oauth.config.js';
 import { redirectTarget, withError } from './redirect-target.js';
 import { derivedUsername, usernameWithSuffix } from './username.js';
+
+/** The `identity.linked` event of a newly linked identity (docs/api.md#events-and-webhooks). */
+function linkedEvent(identity: IdentityRow): NewEvent {
+  return { type: 'identity.linked', data: { user_id: identity.user_id, identity_id: identity.id, provider: identity.provider } };
+}
 
 /** How long a flow lives, in seconds: the `oauth_flow` cookie's `Max-Age` (docs/api.md#authorize). */
 export const FLOW_TTL_SECONDS = 600;
@@ -179,8 +186,9 @@ export function createOAuthService(deps: OAuthDeps): OAuthService {
       try {
         return await db.transaction(async (tx) => {
           const user = await insertUser(tx, { id: randomUUID(), username, email: profile.email, phone: null, password_hash: null, is_email_verified: true }, now);
-          const { created } = await linkIdentity(tx, { id: randomUUID(), userId: user.id, provider: p.id, issuer: profile.issuer, subject: profile.subject, email: profile.email, now });
+          const { identity, created } = await linkIdentity(tx, { id: randomUUID(), userId: user.id, provider: p.id, issuer: profile.issuer, subject: profile.subject, email: profile.email, now });
           if (!created) throw new CallbackRefusal('auth.oauth.identity_taken');
+          await recordEvents(tx, [{ type: 'user.created', data: { user: toUser(user) } }, linkedEvent(identity)], now);
           return user.id;
         });
       } catch (err) {
@@ -205,6 +213,7 @@ export function createOAuthService(deps: OAuthDeps): OAuthService {
       if (user === undefined || user.email !== profile.email || !user.is_email_verified) return 'changed' as const;
       const { identity, created } = await linkIdentity(tx, { id: randomUUID(), userId: user.id, provider: p.id, issuer: profile.issuer, subject: profile.subject, email: profile.email, now: clock.now() });
       if (!created) return 'raced' as const;
+      await recordEvent(tx, linkedEvent(identity), clock.now());
       return { userId: user.id, identityId: identity.id, noticed: await identityNotice(tx, user, 'identity_linked', p, client) };
     });
     if (outcome === 'changed') throw new CallbackRefusal('auth.oauth.account_exists');
@@ -267,6 +276,7 @@ export function createOAuthService(deps: OAuthDeps): OAuthService {
     const outcome = await db.transaction(async (tx) => {
       const { identity, created } = await linkIdentity(tx, { id: randomUUID(), userId, provider: p.id, issuer: profile.issuer, subject: profile.subject, email: profile.email, now: clock.now() });
       if (!created) return { taken: identity.user_id !== userId, noticed: false };
+      await recordEvent(tx, linkedEvent(identity), clock.now());
       return { taken: false, noticed: await identityNotice(tx, active.user, 'identity_linked', p, client), linked: true };
     });
     if (outcome.taken) throw new CallbackRefusal('auth.oauth.identity_taken');

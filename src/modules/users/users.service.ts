@@ -188,6 +188,7 @@ export function createUsersService(deps: UsersDeps): UsersService {
       const set = await db.transaction(async (tx) => {
         const updated = await setFirstPasswordHash(tx, user.id, newHash, now);
         if (updated === undefined) return false;
+        await recordEvent(tx, { type: 'password.changed', data: { user_id: user.id, via: 'set' } }, now);
         if (address !== null) await queueSecurityNotice(tx, { kind: 'password_set', recipient: address, username: user.username, at: now, client });
         return true;
       });
