@@ -8,7 +8,7 @@
 //   npm run build && node bench/admin-plans.mjs
 //
 // Not a test and not part of `npm run bench`; run by hand after changing those statements or
-// the indexes of migration 016.
+// the indexes of migration 018.
 import { openPostgres } from '../dist/src/db/pg.js';
 import { migrate } from '../dist/src/db/migrate.js';
 import { findAdminUser, listAdminUsers } from '../dist/src/modules/admin/admin-users.repo.js';

@@ -203,7 +203,9 @@ const ADMIN_KEY_SQL = `SELECT key_hash FROM admin_api_keys WHERE id = $1 AND rev
 const ADMIN_USER_COLUMNS = `u.id, u.username, u.email, u.phone, u.is_email_verified, u.is_phone_verified, u.created_at, u.last_sign_in_at,
   u.password_hash IS NOT NULL AS has_password,
   EXISTS (SELECT 1 FROM mfa_totp m WHERE m.user_id = u.id AND m.enabled_at IS NOT NULL) AS mfa_enabled,
-  (SELECT count(*) FROM passkeys p WHERE p.user_id = u.id)::int AS passkeys, u.banned_at, u.banned_until, u.ban_reason`;
+  (SELECT count(*) FROM passkeys p WHERE p.user_id = u.id)::int AS passkeys,
+  (SELECT coalesce(json_agg(json_build_object('provider', i.provider, 'email', i.email) ORDER BY i.created_at), '[]'::json) FROM user_identities i WHERE i.user_id = u.id) AS identities,
+  u.banned_at, u.banned_until, u.ban_reason`;
 const adminUser = (u) => {
   const banned = u.banned_at !== null && (u.banned_until === null || u.banned_until > new Date());
   return {
@@ -213,7 +215,7 @@ const adminUser = (u) => {
     has_password: u.has_password,
     mfa_enabled: u.mfa_enabled,
     passkeys: u.passkeys,
-    identities: [],
+    identities: u.identities,
     banned,
     banned_until: banned ? (u.banned_until?.toISOString() ?? null) : null,
     ban_reason: banned ? u.ban_reason : null,

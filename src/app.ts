@@ -48,6 +48,14 @@ import { adminAuditRoutes, createAdminAuditService } from './modules/admin/admin
 import { createAdminKeyAuthenticator } from './modules/admin/admin-keys.service.js';
 import { adminUsersRoutes } from './modules/admin/admin-users.routes.js';
 import { createAdminUsersService } from './modules/admin/admin-users.service.js';
+import { createDeliveryWorker, type DeliveryWorker } from './modules/webhooks/delivery.worker.js';
+import type { Resolver } from './modules/webhooks/webhook-sender.js';
+import { createWebhooksService, type WebhooksService } from './modules/webhooks/webhooks.service.js';
+import { createOAuthProviders, type OAuthProviders } from './modules/oauth/oauth-providers.js';
+import { createOAuthService } from './modules/oauth/oauth.service.js';
+import { oauthRoutes } from './modules/oauth/oauth.routes.js';
+import { createIdentitiesService } from './modules/oauth/identities.service.js';
+import { identitiesRoutes } from './modules/oauth/identities.routes.js';
 import './plugins/authenticate.js';
 
 /** Every route of the interface lives under this prefix (docs/api.md#base-path-and-version). */
@@ -73,6 +81,10 @@ export interface AppDeps {
   readonly startOutboxWorker?: boolean;
   /** Start the retention worker's timers when the app is ready (default true). */
   readonly startRetentionWorker?: boolean;
+  /** Start the webhook delivery worker when the app is ready (default true). */
+  readonly startWebhookWorker?: boolean;
+  /** For tests: how webhook hosts resolve (default `dns.lookup`) and an attempt's time limit (default 10 s). */
+  readonly webhookDelivery?: { readonly resolve?: Resolver; readonly attemptTimeoutMs?: number };
   /** Prometheus metrics in a registry of this app's own; defaults to a fresh one with the process metrics. */
   readonly metrics?: AuthMetrics;
 }
@@ -92,6 +104,12 @@ declare module 'fastify' {
      * ADMIN_PORT is unset. `serve` listens on it; tests call `admin.inject()`. Ready and closed with this app.
      */
     admin: FastifyInstance | null;
+    /** The webhook delivery worker (tests call `runOnce()` to fan out and deliver deterministically). */
+    webhookDelivery: DeliveryWorker;
+    /** Webhook endpoint management, behind the CLI and the admin API's `/admin/v0/webhooks` routes. */
+    webhooks: WebhooksService;
+    /** The configured identity providers (discovery runs from `ready` to `close`). */
+    oauthProviders: OAuthProviders;
   }
 }
 
@@ -169,6 +187,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
       dataDir: config.dataDir,
       codeHmacKeyFile: config.codeHmacKeyFile,
       mfaKeyFile: config.mfaKeyFile,
+      webhookKeyFile: config.webhookKeyFile,
       log: app.log,
     }));
   const hasher = deps.passwordHasher ?? (await createPasswordHasher(config.argon2));
@@ -208,10 +227,22 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     onEmailQueued,
   });
   const breachedPasswords = config.passwordBreach.check === 'hibp' ? createBreachedPasswordCheck({ apiUrl: config.passwordBreach.apiUrl, log: app.log }) : undefined;
-  const currentPassword = createCurrentPasswordCheck({ hasher, limiter, rules, log: app.log });
-  const users = createUsersService({ db, clock, hasher, verification, codes, onEmailQueued, currentPassword, metrics, breachedPasswords });
+  const sessions = createSessionsService({
+    db,
+    clock,
+    hasher,
+    accessTokens,
+    sessionTtlSeconds: config.sessionTtlSeconds,
+    refreshReuseGraceSeconds: config.refreshReuseGraceSeconds,
+    reauthMaxAgeSeconds: config.reauthMaxAgeSeconds,
+    limiter,
+    rules,
+    log: app.log,
+    metrics,
+  });
+  const currentPassword = createCurrentPasswordCheck({ hasher, limiter, rules, log: app.log, sessions });
+  const users = createUsersService({ db, clock, hasher, verification, codes, onEmailQueued, currentPassword, metrics, breachedPasswords, sessions, log: app.log });
   const accounts = createAccountsService({ db, clock, currentPassword, onEmailQueued, metrics });
-  const sessions = createSessionsService({ db, clock, hasher, accessTokens, sessionTtlSeconds: config.sessionTtlSeconds, refreshReuseGraceSeconds: config.refreshReuseGraceSeconds, limiter, rules, log: app.log, metrics });
   const retention = createRetentionWorker({
     db,
     clock,
@@ -231,6 +262,27 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   const mfa = createMfaService({ ...serviceDeps, sessions, keys: keys.mfa, issuer: config.totpIssuer });
   const passkeys = createPasskeysService({ ...serviceDeps, sessions, rp: config.webauthn });
   const emailChange = createEmailChangeService({ ...serviceDeps, codes, codeTtlSeconds: config.oneTimeCodeTtlSeconds });
+  const webhookDelivery = createDeliveryWorker({
+    db,
+    clock,
+    log: app.log,
+    metrics,
+    secretKey: keys.webhookSecretKey,
+    allowPrivateNetworks: config.webhooks.allowPrivateNetworks,
+    ...deps.webhookDelivery,
+  });
+  app.decorate('webhookDelivery', webhookDelivery);
+  app.decorate('webhooks', createWebhooksService({ db, clock, secretKey: keys.webhookSecretKey }));
+  const oauthProviders = createOAuthProviders({ providers: config.oauth.providers, publicUrl: config.publicUrl, apiPrefix: API_PREFIX, clock, log: app.log });
+  app.decorate('oauthProviders', oauthProviders);
+  const oauth = createOAuthService({
+    ...serviceDeps,
+    providers: oauthProviders,
+    sessions,
+    redirectUrls: config.oauth.redirectUrls,
+    linkVerifiedEmail: config.oauth.linkVerifiedEmail,
+  });
+  const identities = createIdentitiesService({ ...serviceDeps, sessions, providers: oauthProviders });
 
   // The admin API: the same services, on a listener of its own (docs/admin-api.md).
   let admin: FastifyInstance | null = null;
@@ -259,11 +311,14 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
 
   if (deps.startOutboxWorker ?? true) app.addHook('onReady', async () => outbox.start());
   app.addHook('onReady', async () => limiter.start());
+  app.addHook('onReady', async () => oauthProviders.start());
   if (deps.startRetentionWorker ?? true) app.addHook('onReady', async () => retention.start());
+  if (deps.startWebhookWorker ?? true) app.addHook('onReady', async () => webhookDelivery.start());
   app.addHook('onClose', async () => {
     limiter.stop();
+    oauthProviders.stop();
     await retention.stop();
-    await outbox.stop();
+    await Promise.all([outbox.stop(), webhookDelivery.stop()]);
     transport.close();
   });
 
@@ -281,6 +336,8 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
       await api.register(passwordResetRoutes({ passwordReset }));
       await api.register(mfaRoutes({ mfa, sessions }));
       await api.register(passkeysRoutes({ passkeys, sessions }));
+      await api.register(oauthRoutes({ oauth, providers: oauthProviders, sessions, publicUrl: config.publicUrl, apiPrefix: API_PREFIX }));
+      await api.register(identitiesRoutes({ identities, sessions }));
       await api.register(keysRoutes({ keys }));
       if (config.demoPage) await api.register(demoRoutes({ apiPrefix: API_PREFIX }));
     },

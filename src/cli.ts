@@ -17,6 +17,8 @@ Commands:
   admin-keys create         make an admin API key --name NAME --scopes SCOPE,SCOPE [--expires-in-days N]
   admin-keys list           show the admin API keys (never the keys themselves)
   admin-keys revoke         stop an admin API key at once <id>
+  webhooks <command>        manage webhook endpoints: add, list, update, remove, rotate-secret,
+                            deliveries, retry (see "latchkey webhooks --help")
 
 Every command reads the service's configuration from the environment (README, "Configuration")
 and takes --help. Exit codes: 0 success, 1 failure, 2 bad usage.
@@ -69,6 +71,8 @@ async function cli(argv: readonly string[]): Promise<number | undefined> {
       return (await import('./modules/accounts/accounts.cli.js')).runUsersCommand(rest, io);
     case 'admin-keys':
       return (await import('./modules/admin/admin-keys.cli.js')).runAdminKeysCommand(rest, io);
+    case 'webhooks':
+      return (await import('./modules/webhooks/webhooks.cli.js')).runWebhooksCommand(rest, io);
     case 'help':
     case '--help':
     case '-h':

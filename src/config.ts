@@ -3,6 +3,7 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { codeHmacKeyFileProblem, rsaKeyFileProblem } from './modules/keys/keys.service.js';
 import { DEFAULT_ACCESS_TOKEN_CACHE_SIZE } from './modules/tokens/access-token.service.js';
+import { oauthSettings, publicUrlProblem, type OAuthSettings } from './modules/oauth/oauth.config.js';
 
 /** SMTP transport security: none, required STARTTLS upgrade, or implicit TLS (README "Configuration"). */
 export type SmtpTlsMode = 'none' | 'starttls' | 'tls';
@@ -78,6 +79,14 @@ export interface Config {
    * instance that shares a database must read the same one (docs/operations.md).
    */
   readonly mfaKeyFile: string | undefined;
+  /**
+   * WEBHOOK_KEY_FILE: a file of at least 32 random bytes, the HKDF source of the key that
+   * encrypts webhook signing secrets; unset: a key generated once into DATA_DIR. Every instance
+   * that shares a database must read the same one (docs/operations.md).
+   */
+  readonly webhookKeyFile: string | undefined;
+  /** Webhook delivery (docs/api.md#events-and-webhooks). */
+  readonly webhooks: WebhookSettings;
   /** TOTP_ISSUER: the issuer authenticator apps show next to the account (default `Latchkey`). */
   readonly totpIssuer: string;
   /** Passkeys (docs/api.md#passkeys): the WebAuthn relying party, from configuration only. */
@@ -108,6 +117,18 @@ export interface Config {
   readonly retention: RetentionSettings;
   /** The breached-password check of new passwords (see {@link PasswordBreachSettings}). */
   readonly passwordBreach: PasswordBreachSettings;
+  /**
+   * PUBLIC_URL: the service's public origin, without a trailing `/` (default
+   * `http://localhost:<PORT>`); identity providers return to `{publicUrl}/auth/v0/oauth/{id}/callback`.
+   */
+  readonly publicUrl: string;
+  /** Sign-in with identity providers (docs/api.md#sign-in-with-an-identity-provider). */
+  readonly oauth: OAuthSettings;
+  /**
+   * REAUTH_MAX_AGE_SECONDS: how recent a session's sign-in must be for the operations that ask
+   * for one instead of a password (docs/api.md#recent-sign-in).
+   */
+  readonly reauthMaxAgeSeconds: number;
 }
 
 /** ADMIN_HOST and ADMIN_PORT (see {@link Config.admin}). */
@@ -144,6 +165,19 @@ export interface RetentionSettings {
   readonly outboxDeadDays: number;
   /** Admin API audit entries after they were written (docs/admin-api.md#audit-log). */
   readonly adminAuditDays: number;
+  /** Webhook events and their delivered deliveries after the event (RETENTION_WEBHOOK_DAYS). */
+  readonly webhookDays: number;
+  /** Dead webhook deliveries (and the events they keep) after they were created; at least `webhookDays`. */
+  readonly webhookDeadDays: number;
+}
+
+/** Webhook delivery settings (docs/api.md#events-and-webhooks, docs/security.md "Webhooks"). */
+export interface WebhookSettings {
+  /**
+   * WEBHOOK_ALLOW_PRIVATE_NETWORKS: deliver to loopback and private addresses (RFC 1918, fc00::/7)
+   * too; never to link-local ones. For development and tests; every instance must have the same value.
+   */
+  readonly allowPrivateNetworks: boolean;
 }
 
 /**
@@ -209,6 +243,13 @@ const MAX_ARGON2_TIME_COST = 100;
 const MAX_ARGON2_PARALLELISM = 16;
 const MAX_PORT = 65535;
 /**
+ * REAUTH_MAX_AGE_SECONDS (docs/api.md#recent-sign-in): 10 minutes by default, about the time a
+ * person takes from signing in again to finishing the change that asked for it; at least a
+ * minute (a provider's sign-in page takes that), at most a day.
+ */
+const DEFAULT_REAUTH_MAX_AGE = 600;
+const MIN_REAUTH_MAX_AGE = 60;
+/**
  * Rate-limit defaults (docs/security.md, rate limits): 10 failures per identifier from one client
  * and 50 per client in 15 minutes; 100 failures per account per hour, the most NIST SP 800-63B-4
  * §3.2.2 allows (also its upper bound here); 20 failed verifications per client in 15 minutes
@@ -259,6 +300,13 @@ const DEFAULT_RETENTION_OUTBOX_DAYS = 7;
 const DEFAULT_RETENTION_OUTBOX_DEAD_DAYS = 30;
 /** Admin API audit entries: a year, to answer "who did this to my account?" long after the fact. */
 const DEFAULT_RETENTION_ADMIN_AUDIT_DAYS = 365;
+/**
+ * Webhook events and delivered deliveries: a week, as sent emails (a receiver that lost an
+ * event asks within days; `webhooks deliveries` shows them until then). Dead deliveries: a
+ * month, as dead emails, so an operator can still retry them after a receiver's long outage.
+ */
+const DEFAULT_RETENTION_WEBHOOK_DAYS = 7;
+const DEFAULT_RETENTION_WEBHOOK_DEAD_DAYS = 30;
 /** Longest retention accepted: ten years, beyond any legal hold of this data. */
 const MAX_RETENTION_DAYS = 3650;
 /**
@@ -439,6 +487,12 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>>): C
     problems.push(`RETENTION_OUTBOX_DEAD_DAYS: must be at least RETENTION_OUTBOX_DAYS (${retentionOutboxDays}), got ${retentionOutboxDeadDays}`);
   }
 
+  const retentionWebhookDays = int('RETENTION_WEBHOOK_DAYS', DEFAULT_RETENTION_WEBHOOK_DAYS, 0, MAX_RETENTION_DAYS);
+  const retentionWebhookDeadDays = int('RETENTION_WEBHOOK_DEAD_DAYS', DEFAULT_RETENTION_WEBHOOK_DEAD_DAYS, 0, MAX_RETENTION_DAYS);
+  if (retentionWebhookDeadDays < retentionWebhookDays) {
+    problems.push(`RETENTION_WEBHOOK_DEAD_DAYS: must be at least RETENTION_WEBHOOK_DAYS (${retentionWebhookDays}), got ${retentionWebhookDeadDays}`);
+  }
+
   // Prometheus metrics on a listener of their own, so the scrape endpoint can stay private.
   const metricsPort = str('METRICS_PORT') === undefined ? undefined : int('METRICS_PORT', DEFAULT_PORT, 1, MAX_PORT);
   if (metricsPort !== undefined && String(metricsPort) === (str('PORT') ?? String(DEFAULT_PORT))) {
@@ -467,6 +521,11 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>>): C
     const problem = codeHmacKeyFileProblem(mfaKeyFile);
     if (problem !== undefined) problems.push(`MFA_KEY_FILE: ${problem}`);
   }
+  const webhookKeyFile = str('WEBHOOK_KEY_FILE');
+  if (webhookKeyFile !== undefined) {
+    const problem = codeHmacKeyFileProblem(webhookKeyFile);
+    if (problem !== undefined) problems.push(`WEBHOOK_KEY_FILE: ${problem}`);
+  }
   const totpIssuer = str('TOTP_ISSUER') ?? 'Latchkey';
   if (totpIssuer.length > 64 || totpIssuer.includes(':')) problems.push('TOTP_ISSUER: at most 64 characters, without ":"');
   const port = int('PORT', DEFAULT_PORT, 0, MAX_PORT);
@@ -482,6 +541,11 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>>): C
   if (passwordResetUrl !== undefined && !isAbsoluteHttpUrl(passwordResetUrl)) {
     problems.push(`PASSWORD_RESET_URL: expected an absolute http:// or https:// URL without a fragment, got "${passwordResetUrl}"`);
   }
+
+  const publicUrl = (str('PUBLIC_URL') ?? `http://localhost:${port}`).replace(/\/+$/, '');
+  const publicUrlIssue = publicUrlProblem(publicUrl);
+  if (publicUrlIssue !== undefined) problems.push(`PUBLIC_URL: ${publicUrlIssue}, got "${str('PUBLIC_URL') ?? ''}"`);
+  const oauth = oauthSettings({ str, secret, bool, list }, problems);
 
   const config: Config = {
     host: str('HOST') ?? '127.0.0.1',
@@ -503,6 +567,8 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>>): C
     },
     codeHmacKeyFile,
     mfaKeyFile,
+    webhookKeyFile,
+    webhooks: { allowPrivateNetworks: bool('WEBHOOK_ALLOW_PRIVATE_NETWORKS', false) },
     totpIssuer,
     webauthn,
     sessionTtlSeconds: int('SESSION_TTL_SECONDS', DEFAULT_SESSION_TTL, MIN_SESSION_TTL, MAX_SESSION_TTL),
@@ -542,8 +608,13 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>>): C
       outboxDays: retentionOutboxDays,
       outboxDeadDays: retentionOutboxDeadDays,
       adminAuditDays: int('RETENTION_ADMIN_AUDIT_DAYS', DEFAULT_RETENTION_ADMIN_AUDIT_DAYS, 0, MAX_RETENTION_DAYS),
+      webhookDays: retentionWebhookDays,
+      webhookDeadDays: retentionWebhookDeadDays,
     },
     passwordBreach: { check: breachCheck, apiUrl: breachApiUrl },
+    publicUrl,
+    oauth,
+    reauthMaxAgeSeconds: int('REAUTH_MAX_AGE_SECONDS', DEFAULT_REAUTH_MAX_AGE, MIN_REAUTH_MAX_AGE, ONE_DAY),
   };
   if (problems.length > 0) throw new ConfigError(problems);
   return deepFreeze(config);

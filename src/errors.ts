@@ -18,6 +18,10 @@ export const ERROR_CATALOG = {
   'auth.mfa.validation_failed': { status: 400, message: 'The second-factor request is invalid.' },
   'auth.passkeys.validation_failed': { status: 400, message: 'The passkey request is invalid.' },
   'admin.validation_failed': { status: 400, message: 'The admin request is invalid.' },
+  'auth.oauth.validation_failed': { status: 400, message: 'The identity-provider request is invalid.' },
+  'auth.password.validation_failed': { status: 400, message: 'The password request is invalid.' },
+  'auth.oauth.invalid_redirect': { status: 400, message: 'redirect_to is not one of the app pages this service may return to (OAUTH_REDIRECT_URLS).' },
+  'auth.oauth.invalid_state': { status: 400, message: 'The sign-in flow is unknown, expired, already used, or was started in another browser: start again.' },
   'auth.missing_access_token': { status: 401, message: 'An access token is required: send Authorization: Bearer <token>.' },
   'auth.invalid_access_token': { status: 401, message: 'The access token is invalid, expired, or its session has ended.' },
   'auth.missing_refresh_token': { status: 401, message: 'The refresh_token cookie is missing.' },
@@ -31,15 +35,19 @@ export const ERROR_CATALOG = {
   'auth.passkeys.invalid_response': { status: 401, message: 'The passkey response does not verify, or its challenge was used or has expired: start again.' },
   'admin.invalid_api_key': { status: 401, message: 'A live admin API key is required in the Authorization header (Bearer).' },
   'auth.passkeys.missing_challenge': { status: 401, message: 'The webauthn_challenge cookie is missing: call /auth/v0/sign-in/passkey/options first.' },
+  'auth.reauthentication_required': { status: 401, message: 'This needs a recent sign-in: sign in again, then retry.' },
   'auth.email_not_verified': { status: 403, message: 'The email address has not been verified yet.' },
   'auth.mfa_required': { status: 403, message: 'A second factor is required: send a code to /auth/v0/sign-in/mfa.' },
   'auth.user_banned': { status: 403, message: 'This account is banned.' },
   'auth.session_forbidden': { status: 403, message: 'This session belongs to another user.' },
   'auth.passkeys.forbidden': { status: 403, message: 'This passkey belongs to another user.' },
   'admin.insufficient_scope': { status: 403, message: 'The admin API key does not have the scope this operation needs.' },
+  'auth.identities.forbidden': { status: 403, message: 'This identity belongs to another user.' },
   'auth.verify_email.user_not_found': { status: 404, message: 'No user has this email address.' },
   'auth.session_not_found': { status: 404, message: 'The session does not exist.' },
   'auth.passkeys.not_found': { status: 404, message: 'The passkey does not exist.' },
+  'auth.oauth.unknown_provider': { status: 404, message: 'No identity provider has this id.' },
+  'auth.identities.not_found': { status: 404, message: 'The identity does not exist.' },
   'request.not_found': { status: 404, message: 'No such route.' },
   'admin.user_not_found': { status: 404, message: 'The user does not exist.' },
   'admin.not_found': { status: 404, message: 'No such resource.' },
@@ -56,6 +64,8 @@ export const ERROR_CATALOG = {
   'admin.phone_taken': { status: 409, message: 'The phone number is already registered.' },
   'admin.no_email': { status: 409, message: 'The user has no email address to send a reset code to.' },
   'auth.passkeys.limit_reached': { status: 409, message: 'The account has the most passkeys it may have; delete one first.' },
+  'auth.identities.last_sign_in_method': { status: 409, message: 'This identity is the last way to sign in to the account: set a password, add a passkey or link another provider first.' },
+  'auth.password.already_set': { status: 409, message: 'The account already has a password: use change-password.' },
   'auth.verify_email.code_expired': { status: 410, message: 'There is no active verification code; request a new one.' },
   'auth.verify_email.code_mismatch': { status: 410, message: 'The verification code is wrong.' },
   'auth.verify_email.too_many_attempts': { status: 410, message: 'Too many wrong codes; request a new one.' },
@@ -74,6 +84,7 @@ export const ERROR_CATALOG = {
   'auth.passkeys.too_many_attempts': { status: 429, message: 'Too many passkey registrations started; try again later.' },
   'auth.sign_up.too_many_attempts': { status: 429, message: 'Too many sign-ups from this network; try again later.' },
   'admin.too_many_requests': { status: 429, message: 'Too many requests with this admin API key; try again later.' },
+  'auth.oauth.too_many_attempts': { status: 429, message: 'Too many sign-ins with an identity provider started from this network; try again later.' },
   // `auth.verify_email.too_many_attempts` is taken by the 410 of a dead code (docs/api.md#error-codes).
   'auth.verify_email.rate_limited': { status: 429, message: 'Too many failed verifications from this network; try again later.' },
   // docs/api.md#password-reset and docs/api.md#change-email answer a rate limit with the same code as
@@ -82,6 +93,7 @@ export const ERROR_CATALOG = {
   'auth.change_email.rate_limited': { status: 429, wire: 'auth.change_email.too_many_attempts', message: 'Too many email-change attempts; try again later.' },
   internal_error: { status: 500, message: 'Internal error.' },
   service_unavailable: { status: 503, message: 'The service is temporarily unavailable; try again shortly.' },
+  'auth.oauth.provider_unavailable': { status: 503, message: 'The identity provider cannot be reached; try again shortly.' },
 } as const satisfies Record<string, CatalogEntry>;
 
 /** One catalog entry: the status, the default message, and the code the body carries when it is not the key. */
@@ -99,6 +111,27 @@ export function wireCode(code: ErrorCode): string {
 }
 
 export type ErrorCode = keyof typeof ERROR_CATALOG;
+
+/**
+ * The codes a provider's callback puts in the `error` query parameter of its redirect to the
+ * app (docs/api.md#callback), with what each means: a callback answers its failures in the
+ * address the browser lands on, not in a body. Three of them are also catalog codes.
+ */
+export const CALLBACK_ERRORS = {
+  'auth.oauth.provider_error': 'The provider answered with an error (the user declined, or the provider refused the request).',
+  'auth.oauth.provider_unavailable': 'The provider could not be reached, or answered the code exchange or a user-information call with a server error.',
+  'auth.oauth.invalid_response': 'The code exchange, the ID token, the iss parameter or the user information did not check out.',
+  'auth.oauth.email_not_verified': 'The provider gave no verified email address for a new account.',
+  'auth.oauth.account_exists': 'A user with the provider\'s email address exists: sign in as before and link the provider from there.',
+  'auth.oauth.identity_taken': 'The provider\'s account is already linked to another user.',
+  'auth.oauth.link_expired': 'The session that started the link was revoked or expired meanwhile.',
+  'auth.email_not_verified': 'The account\'s email address has not been verified yet.',
+  'auth.user_banned': 'The account is banned.',
+  'auth.mfa_required': 'A second factor is required: the mfa_challenge cookie is set; send a code to /auth/v0/sign-in/mfa.',
+} as const;
+
+/** A code of {@link CALLBACK_ERRORS}. */
+export type CallbackErrorCode = keyof typeof CALLBACK_ERRORS;
 
 /** The validation-failure codes; a route names one of these in its config as `validationError`. */
 export type ValidationErrorCode = Extract<ErrorCode, `${string}.validation_failed`>;

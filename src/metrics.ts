@@ -46,13 +46,30 @@ export type EmailSuppressionReason = 'no_account';
 export const OUTBOX_STATUSES = ['pending', 'dead'] as const;
 export type OutboxStatusLabel = (typeof OUTBOX_STATUSES)[number];
 
-/** How a scrape reads the outbox; each gauge runs its own query, so a value is never one scrape old. */
-export interface OutboxReader {
-  /** Rows per status; a status with no rows may be absent. */
+/**
+ * How a scrape reads a backlog (the email outbox, webhook deliveries); each gauge runs its own
+ * query, so a value is never one scrape old.
+ */
+export interface BacklogReader {
+  /** Rows per status (pending, dead); a status with no rows may be absent. */
   counts(): Promise<Partial<Record<OutboxStatusLabel, number>>>;
   /** Age in seconds of the oldest pending row, 0 when none is pending. */
   oldestPendingAgeSeconds(): Promise<number>;
 }
+/** How a scrape reads the outbox. */
+export type OutboxReader = BacklogReader;
+
+/**
+ * What became of a webhook attempt (`auth_webhook_attempts_total{outcome}`): its delivery
+ * delivered, retried later, or dead (the schedule over, or a 410).
+ */
+export type WebhookAttemptOutcome = 'delivered' | 'retry' | 'dead';
+
+/**
+ * Attempt duration buckets in seconds: from a local receiver (~1 ms) to the 10 s time limit of
+ * an attempt (docs/api.md#retries).
+ */
+export const WEBHOOK_ATTEMPT_BUCKETS_SECONDS: readonly number[] = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
 
 /** One finished HTTP request, as the request hook reports it. */
 export interface HttpObservation {
@@ -111,6 +128,14 @@ export interface AuthMetrics {
    * still succeeds, with no `auth_outbox_emails` samples and the age NaN, and `onError` is told why.
    */
   trackOutbox(reader: OutboxReader, onError: (err: unknown) => void): void;
+  /** Counts a webhook attempt by outcome and observes its duration (`auth_webhook_attempts_total{outcome}`, `auth_webhook_attempt_duration_seconds`). */
+  webhookAttempt(outcome: WebhookAttemptOutcome, durationSeconds: number): void;
+  /**
+   * Makes every scrape read the webhook deliveries through `reader` (`auth_webhook_deliveries{status}`:
+   * pending to enabled endpoints, and dead; `auth_webhook_oldest_pending_age_seconds`), as
+   * {@link trackOutbox} does for the outbox.
+   */
+  trackWebhooks(reader: BacklogReader, onError: (err: unknown) => void): void;
   /**
    * Makes every scrape read the verified-access-token cache through `stats`
    * (`auth_access_token_cache_entries`, `auth_access_token_verifications_total{result}` with
@@ -210,6 +235,57 @@ export function createAuthMetrics(options: { readonly defaultMetrics?: boolean }
     registers,
   });
 
+  const webhookAttempts = new Counter({
+    name: `${PREFIX}webhook_attempts_total`,
+    help: 'Webhook delivery attempts by outcome: delivered (a 2xx), retry (failed, scheduled again), dead (failed after the last retry, or answered 410).',
+    labelNames: ['outcome'] as const,
+    registers,
+  });
+  const webhookAttemptDuration = new Histogram({
+    name: `${PREFIX}webhook_attempt_duration_seconds`,
+    help: 'Time from the start of a webhook attempt to its outcome (an answer, a refusal, an error or the time limit).',
+    buckets: [...WEBHOOK_ATTEMPT_BUCKETS_SECONDS],
+    registers,
+  });
+
+  /**
+   * The two gauges of a backlog read at scrape time: `<name>{status}` and
+   * `<ageName>`; when a read fails the counts have no sample, the age is NaN, and `onError` is told.
+   */
+  const backlogGauges = (names: { counts: string; countsHelp: string; age: string; ageHelp: string }, reader: BacklogReader, onError: (err: unknown) => void): void => {
+    new Gauge({
+      name: `${PREFIX}${names.counts}`,
+      help: names.countsHelp,
+      labelNames: ['status'] as const,
+      registers,
+      async collect() {
+        this.reset();
+        let counts: Partial<Record<OutboxStatusLabel, number>>;
+        try {
+          counts = await reader.counts();
+        } catch (err) {
+          onError(err);
+          return;
+        }
+        for (const status of OUTBOX_STATUSES) this.set({ status }, counts[status] ?? 0);
+      },
+    });
+    new Gauge({
+      name: `${PREFIX}${names.age}`,
+      help: names.ageHelp,
+      registers,
+      async collect() {
+        try {
+          this.set(await reader.oldestPendingAgeSeconds());
+        } catch (err) {
+          // Unknown (NaN) while the backlog cannot be read: a gauge without labels always has a sample.
+          this.set(Number.NaN);
+          onError(err);
+        }
+      },
+    });
+  };
+
   // Zero-valued series from the start, so rate() and alerts see every outcome before it first happens.
   for (const outcome of ['success', 'bad_credentials', 'unverified', 'banned', 'locked', 'mfa_required'] satisfies SignInOutcome[]) signIns.inc({ outcome }, 0);
   for (const outcome of ['rotated', 'grace_replay', 'reused', 'invalid', 'missing'] satisfies RefreshOutcome[]) refreshes.inc({ outcome }, 0);
@@ -221,6 +297,7 @@ export function createAuthMetrics(options: { readonly defaultMetrics?: boolean }
   for (const outcome of ['totp', 'recovery_code', 'invalid_code', 'challenge_expired', 'locked'] satisfies MfaSignInOutcome[]) mfaSignIns.inc({ outcome }, 0);
   for (const outcome of ['success', 'invalid_response', 'missing_challenge', 'unverified', 'locked'] satisfies PasskeySignInOutcome[]) passkeySignIns.inc({ outcome }, 0);
   for (const change of ['registered', 'deleted'] satisfies PasskeyChange[]) passkeyChanges.inc({ change }, 0);
+  for (const outcome of ['delivered', 'retry', 'dead'] satisfies WebhookAttemptOutcome[]) webhookAttempts.inc({ outcome }, 0);
 
   return {
     registry,
@@ -246,37 +323,32 @@ export function createAuthMetrics(options: { readonly defaultMetrics?: boolean }
       httpDuration.observe(labels, durationSeconds);
     },
     trackOutbox(reader, onError) {
-      new Gauge({
-        name: `${PREFIX}outbox_emails`,
-        help: 'Email outbox rows by status (pending, dead), read from the database at scrape time.',
-        labelNames: ['status'] as const,
-        registers,
-        async collect() {
-          this.reset();
-          let counts: Partial<Record<OutboxStatusLabel, number>>;
-          try {
-            counts = await reader.counts();
-          } catch (err) {
-            onError(err);
-            return;
-          }
-          for (const status of OUTBOX_STATUSES) this.set({ status }, counts[status] ?? 0);
+      backlogGauges(
+        {
+          counts: 'outbox_emails',
+          countsHelp: 'Email outbox rows by status (pending, dead), read from the database at scrape time.',
+          age: 'outbox_oldest_pending_age_seconds',
+          ageHelp: 'Age of the oldest pending outbox row in seconds (0 when none is pending), read at scrape time.',
         },
-      });
-      new Gauge({
-        name: `${PREFIX}outbox_oldest_pending_age_seconds`,
-        help: 'Age of the oldest pending outbox row in seconds (0 when none is pending), read at scrape time.',
-        registers,
-        async collect() {
-          try {
-            this.set(await reader.oldestPendingAgeSeconds());
-          } catch (err) {
-            // Unknown (NaN) while the outbox cannot be read: a gauge without labels always has a sample.
-            this.set(Number.NaN);
-            onError(err);
-          }
+        reader,
+        onError,
+      );
+    },
+    webhookAttempt: (outcome, durationSeconds) => {
+      webhookAttempts.inc({ outcome });
+      webhookAttemptDuration.observe(durationSeconds);
+    },
+    trackWebhooks(reader, onError) {
+      backlogGauges(
+        {
+          counts: 'webhook_deliveries',
+          countsHelp: 'Webhook deliveries by status: pending (to enabled endpoints), dead; read from the database at scrape time.',
+          age: 'webhook_oldest_pending_age_seconds',
+          ageHelp: 'Age of the oldest pending webhook delivery to an enabled endpoint in seconds (0 when none is pending), read at scrape time.',
         },
-      });
+        reader,
+        onError,
+      );
     },
     trackAccessTokenCache(stats) {
       new Gauge({

@@ -70,6 +70,9 @@ export async function serve(env: Readonly<Record<string, string | undefined>> = 
       if (config.mfaKeyFile === undefined) {
         log.warn('DATABASE_URL is set but MFA_KEY_FILE is not: TOTP secrets are encrypted under a key generated into this instance\'s DATA_DIR, which other instances cannot read. Give every instance the same MFA_KEY_FILE.');
       }
+      if (config.webhookKeyFile === undefined) {
+        log.warn('DATABASE_URL is set but WEBHOOK_KEY_FILE is not: webhook secrets are encrypted under a key generated into this instance\'s DATA_DIR, which other instances (and the CLI elsewhere) cannot read. Give every instance the same WEBHOOK_KEY_FILE.');
+      }
     }
 
     let closing = false;

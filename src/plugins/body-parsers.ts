@@ -78,12 +78,27 @@ export function registerBodyParsers(app: FastifyInstance): void {
     });
   });
   app.removeContentTypeParser('text/plain');
-  app.addContentTypeParser('*', { parseAs: 'buffer' }, (request, _body, done) => {
+  const notJson = (request: FastifyRequest, done: (err: Error | null, body?: unknown) => void): void => {
     const code = request.routeOptions.config.validationError;
     if (takesBody(request) && code !== undefined) {
       done(new AppError(code, { message: 'The request body must be JSON with Content-Type: application/json.' }), undefined);
       return;
     }
     done(null, undefined);
+  };
+  app.addContentTypeParser('*', { parseAs: 'buffer' }, (request, _body, done) => notJson(request, done));
+  // A form (an identity provider's `form_post` answer, HTML forms encode it so) is read only by
+  // the routes that ask for it, as members of text (a repeated member: an array of them).
+  app.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'string' }, (request, body, done) => {
+    if (request.routeOptions.config.formBody !== true) {
+      notJson(request, done);
+      return;
+    }
+    const fields: Record<string, string | string[]> = Object.create(null) as Record<string, string | string[]>;
+    for (const [name, value] of new URLSearchParams(body as string)) {
+      const seen = fields[name];
+      fields[name] = seen === undefined ? value : Array.isArray(seen) ? [...seen, value] : [seen, value];
+    }
+    done(null, fields);
   });
 }

@@ -4,6 +4,8 @@ import type { Clock } from '../clock.js';
 import type { Db } from '../db/db.js';
 import type { AuthMetrics } from '../metrics.js';
 import { countOutboxBacklog, oldestPendingEmailCreatedAt } from '../modules/mail/outbox.repo.js';
+import { countDeliveryBacklog, oldestPendingDeliveryCreatedAt } from '../modules/webhooks/webhooks.repo.js';
+import type { BacklogReader } from '../metrics.js';
 import { errorResponses } from '../errors.js';
 import { sendError } from './error-handler.js';
 import { READINESS_TIMEOUT_MS, withTimeout } from './health.js';
@@ -17,7 +19,7 @@ export const METRICS_PATH = '/metrics';
 /** Label of requests that matched no route (404), so a scan of random URLs cannot create series. */
 export const UNMATCHED_ROUTE = 'unmatched';
 
-/** Longest a scrape waits for the outbox query; the same bound as a readiness check. */
+/** Longest a scrape waits for a backlog query (outbox, webhook deliveries); the same bound as a readiness check. */
 const OUTBOX_QUERY_TIMEOUT_MS = READINESS_TIMEOUT_MS;
 
 const MS_PER_SECOND = 1000;
@@ -41,7 +43,7 @@ async function sendMetrics(metrics: AuthMetrics, reply: FastifyReply): Promise<F
 /**
  * Wires {@link AuthMetrics} into the app: decorates `app.metrics`, records every answered
  * request by method, route pattern (never the raw URL) and status, makes each scrape read the
- * outbox backlog (bounded by a timeout; a failure is logged once per outage, never thrown), and,
+ * outbox and webhook backlogs (bounded by a timeout; a failure is logged once per outage, never thrown), and,
  * unless `serveRoute` is false (METRICS_PORT set), serves `GET /metrics` on the app itself.
  * Register it before the routes.
  */
@@ -59,26 +61,36 @@ export function registerMetrics(app: FastifyInstance, deps: { readonly metrics: 
     done();
   });
 
-  // Each failure of a scrape's outbox queries is logged once per outage, not per scrape.
-  let outboxUnreadable = false;
-  const readable = <T>(value: T): T => {
-    if (outboxUnreadable) app.log.info('outbox metrics readable again');
-    outboxUnreadable = false;
-    return value;
-  };
-  metrics.trackOutbox(
-    {
-      counts: async () => readable(await withTimeout(countOutboxBacklog(db), OUTBOX_QUERY_TIMEOUT_MS)),
-      oldestPendingAgeSeconds: async () => {
-        const oldest = readable(await withTimeout(oldestPendingEmailCreatedAt(db), OUTBOX_QUERY_TIMEOUT_MS));
-        return oldest === null ? 0 : Math.max(0, (clock.now().getTime() - oldest.getTime()) / MS_PER_SECOND);
+  /**
+   * A scrape's reader of one backlog (`what`: the outbox, webhook deliveries), each query bounded
+   * by a timeout; a failure is logged once per outage, not per scrape, and the recovery once.
+   */
+  const backlogReader = (
+    what: string,
+    queries: { counts: () => Promise<{ pending: number; dead: number }>; oldest: () => Promise<Date | null> },
+  ): [BacklogReader, (err: unknown) => void] => {
+    let unreadable = false;
+    const readable = <T>(value: T): T => {
+      if (unreadable) app.log.info(`${what} metrics readable again`);
+      unreadable = false;
+      return value;
+    };
+    return [
+      {
+        counts: async () => readable(await withTimeout(queries.counts(), OUTBOX_QUERY_TIMEOUT_MS)),
+        oldestPendingAgeSeconds: async () => {
+          const oldest = readable(await withTimeout(queries.oldest(), OUTBOX_QUERY_TIMEOUT_MS));
+          return oldest === null ? 0 : Math.max(0, (clock.now().getTime() - oldest.getTime()) / MS_PER_SECOND);
+        },
       },
-    },
-    (err) => {
-      if (!outboxUnreadable) app.log.warn({ err: { message: err instanceof Error ? err.message : String(err) } }, 'outbox metrics unavailable: the database cannot be read');
-      outboxUnreadable = true;
-    },
-  );
+      (err) => {
+        if (!unreadable) app.log.warn({ err: { message: err instanceof Error ? err.message : String(err) } }, `${what} metrics unavailable: the database cannot be read`);
+        unreadable = true;
+      },
+    ];
+  };
+  metrics.trackOutbox(...backlogReader('outbox', { counts: () => countOutboxBacklog(db), oldest: () => oldestPendingEmailCreatedAt(db) }));
+  metrics.trackWebhooks(...backlogReader('webhook', { counts: () => countDeliveryBacklog(db), oldest: () => oldestPendingDeliveryCreatedAt(db) }));
 
   if (deps.serveRoute) {
     app.get(

@@ -44,6 +44,10 @@ export const TAGS = {
     name: 'Passkeys',
     description: 'WebAuthn passkeys: register one while signed in, list, rename and delete them. Sign-in with a passkey (under Sign-in and tokens) needs no password and no second factor.',
   },
+  identityProviders: {
+    name: 'Identity providers',
+    description: 'Sign in with Google, GitHub or any OpenID Provider the operator configured: start at authorize, come back through the callback with a session. Signed in, link more providers, list and unlink them.',
+  },
   keys: { name: 'Keys', description: 'The public keys that verify access tokens (JWKS, RFC 7517), for the services that accept them.' },
   operations: { name: 'Operations', description: 'For operators: liveness and readiness probes, Prometheus metrics, and this document.' },
 } as const;
@@ -86,16 +90,18 @@ const RESPONSE_DESCRIPTIONS: Readonly<Record<string, string>> = {
   '200': 'OK.',
   '201': 'Created.',
   '204': 'Done; no body.',
+  '302': 'Found: the browser goes on to the `Location` header (the identity provider\'s authorization endpoint).',
+  '303': 'See Other: the browser goes on to the `Location` header (the app page the flow returns to, with `error=<code>` on failure).',
   '400': 'Validation failed: body, query or content type invalid (`auth.<operation>.validation_failed`).',
-  '401': 'Missing or invalid credentials: access token, refresh cookie or password (`auth.*`).',
-  '403': 'Refused: email not verified at sign-in (`auth.email_not_verified`), the user banned (`auth.user_banned`), or another user\'s session (`auth.session_forbidden`).',
-  '404': 'Not found: no user with this email (`auth.verify_email.user_not_found`), or no such session (`auth.session_not_found`).',
-  '409': 'Username, email or phone already taken.',
+  '401': 'Missing or invalid credentials: access token, refresh cookie or password, or a sign-in not recent enough (`auth.*`).',
+  '403': 'Refused: email not verified at sign-in (`auth.email_not_verified`), the user banned (`auth.user_banned`), or another user\'s session, passkey or identity (`auth.*.forbidden`).',
+  '404': 'Not found: no user with this email (`auth.verify_email.user_not_found`), no such session, passkey or identity, or no such identity provider (`auth.oauth.unknown_provider`).',
+  '409': 'Conflict: username, email or phone already taken, or a change the account\'s state forbids (`auth.*`).',
   '410': 'One-time code (verification or password reset) expired, wrong, or dead after too many attempts.',
   '413': 'Request body over 16 KiB (`request.body_too_large`).',
   '429': 'Rate limited (`auth.<operation>.too_many_attempts` or `auth.verify_email.rate_limited`); retry after `Retry-After` seconds.',
   '500': 'Internal error (`internal_error`); no internals in the message.',
-  '503': 'Database unreachable or the instance shutting down (`service_unavailable`).',
+  '503': 'Database unreachable or the instance shutting down (`service_unavailable`), or an identity provider unreachable (`auth.oauth.provider_unavailable`).',
 };
 
 /** The served document: an OpenAPI object (its own schema is the OpenAPI 3.1 specification's). */
@@ -250,6 +256,12 @@ export const PUBLIC_OPENAPI: OpenApiVariant = {
       in: 'cookie',
       name: 'mfa_challenge',
       description: 'The HttpOnly challenge cookie a sign-in answered 403 auth.mfa_required sets (Path=/auth/v0/sign-in/mfa, 300 s).',
+    },
+    oauthFlowCookie: {
+      type: 'apiKey',
+      in: 'cookie',
+      name: 'oauth_flow',
+      description: 'The HttpOnly cookie authorize and link set, binding the flow to this browser (Path=/auth/v0/oauth, SameSite=Lax, 600 s, single use).',
     },
     webauthnChallengeCookie: {
       type: 'apiKey',

@@ -191,10 +191,13 @@ describe.skipIf(process.env.TEST_DB === 'postgres')('the built CLI (package.json
       const mfaKey = path.join(dataDir, 'mfa-key');
       expect(before(/^generated a signing key/).msg).toBe(`generated a signing key (RSA) into ${signingKey} (JWT_PRIVATE_KEY_FILE is unset)`);
       expect(before(/^generated a second-factor key/).msg).toBe(`generated a second-factor key into ${mfaKey} (MFA_KEY_FILE is unset)`);
-      // No key material: neither the PEM nor the second-factor key's text appears in any line.
+      const webhookKey = path.join(dataDir, 'webhook-key');
+      expect(before(/^generated a webhook key/).msg).toBe(`generated a webhook key into ${webhookKey} (WEBHOOK_KEY_FILE is unset)`);
+      // No key material: neither the PEM nor the second-factor or webhook key's text appears in any line.
       const raw = JSON.stringify(service.logs) + service.stderr();
       expect(raw).not.toMatch(/PRIVATE KEY|BEGIN /);
       expect(raw).not.toContain(readFileSync(mfaKey, 'utf8').trim());
+      expect(raw).not.toContain(readFileSync(webhookKey, 'utf8').trim());
       await stopCleanly(service);
 
       // The next start opens what is there: no creation, no migration, no key generated.

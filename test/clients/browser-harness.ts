@@ -156,13 +156,14 @@ window.setVisibility = (state) => {
  * Starts the service (real clock, `env` settings) behind a front door on a loopback port. The
  * front door listens first: the service's WEBAUTHN_ORIGINS is its origin (unless `env` sets it),
  * the origin the browser puts in a passkey's client data. The page loads `options.clientJs` as
- * `/app/latchkey-client.js` (default: the client bundled from its sources, not minified).
+ * `/app/latchkey-client.js` (default: the client bundled from its sources, not minified). `options.port`:
+ * the loopback port to listen on (default: a free one), for settings that must name the origin first.
  */
-export async function startFrontDoor(env: Record<string, string>, options: { clientJs?: Uint8Array } = {}): Promise<FrontDoor> {
+export async function startFrontDoor(env: Record<string, string>, options: { clientJs?: Uint8Array; port?: number } = {}): Promise<FrontDoor> {
   const server: Server = createServer((req, res) => handle(req, res));
   // Every request on its own connection: a dropped one is one attempt, never retried by the browser on a reused socket.
   server.keepAliveTimeout = 1;
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  await new Promise<void>((resolve) => server.listen(options.port ?? 0, '127.0.0.1', resolve));
   const origin = `http://localhost:${(server.address() as AddressInfo).port}`;
 
   let ctx: TestContext;
@@ -230,8 +231,9 @@ export async function startFrontDoor(env: Record<string, string>, options: { cli
         res.writeHead(200, { 'content-type': 'application/json; charset=utf-8', 'cache-control': 'no-store' });
         res.end(JSON.stringify({ userId: caller.userId, sessionId: caller.sessionId }));
       });
-    } else if (url === '/app/' || url === '/app/latchkey-client.js') {
-      const page = url === '/app/';
+    } else if (url.split('?')[0] === '/app/' || url === '/app/latchkey-client.js') {
+      // The page with any query: a provider's flow returns to it with `?error=` on failure.
+      const page = url.split('?')[0] === '/app/';
       res.writeHead(200, { 'content-type': page ? 'text/html; charset=utf-8' : 'text/javascript; charset=utf-8', 'cache-control': 'no-store' });
       res.end(page ? PAGE : clientJs);
     } else {

@@ -87,7 +87,8 @@ describe('the examples of docs/integration.md against a running service', () => 
 
   beforeAll(async () => {
     buildPackages();
-    ctx = await createTestContext();
+    // Webhooks to the example receiver on this machine; deliveries made by the test (runOnce).
+    ctx = await createTestContext({ WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true' }, { startWebhookWorker: false });
     await ctx.app.listen({ host: '127.0.0.1', port: 0 });
     authUrl = `http://127.0.0.1:${(ctx.app.server.address() as AddressInfo).port}`;
     api = await startExample('resource-server.mjs', { AUTH_URL: authUrl }, /listening on (\S+)/);
@@ -97,6 +98,28 @@ describe('the examples of docs/integration.md against a running service', () => 
     for (const child of children) child.kill('SIGTERM');
     await ctx?.close();
     rmSync(work, { recursive: true, force: true });
+  });
+
+  it('webhook-receiver.mjs: verifies the service\'s deliveries, handles each event once (a redelivery is acknowledged and skipped), refuses a forged one', async () => {
+    const { webhook, secret } = await ctx.app.webhooks.add({ url: 'http://127.0.0.1:9/placeholder', eventTypes: ['user.created'] });
+    const receiver = await startExample('webhook-receiver.mjs', { WEBHOOK_SECRET: secret }, /listening on (\S+)/);
+    children.push(receiver.child);
+    let output = '';
+    receiver.child.stdout!.on('data', (chunk: Buffer) => (output += chunk.toString('utf8')));
+    await ctx.app.webhooks.update(webhook.id, { url: receiver.url });
+    const user = await createVerifiedUser(ctx);
+    await ctx.app.webhookDelivery.runOnce();
+    const [delivery] = (await ctx.app.webhooks.listDeliveries(webhook.id, {})).deliveries;
+    expect(delivery).toMatchObject({ status: 'delivered', last_status: 204 });
+    await ctx.app.webhooks.retryDelivery(webhook.id, delivery!.id);
+    await ctx.app.webhookDelivery.runOnce();
+    const forged = await fetch(receiver.url, { method: 'POST', headers: { 'content-type': 'application/json', 'webhook-id': delivery!.event_id, 'webhook-timestamp': String(Math.floor(Date.now() / 1000)), 'webhook-signature': 'v1,AAAA' }, body: '{}' });
+    expect(forged.status).toBe(400);
+    await expect.poll(() => output.trim().split('\n').length).toBe(3);
+    const lines = output.trim().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>);
+    expect(lines[0]).toMatchObject({ handled: 'user.created', data: { user: { id: user.id } } });
+    expect(lines[1]).toEqual({ duplicate: delivery!.event_id });
+    expect(lines[2]).toEqual({ refused: 'invalid_signature' });
   });
 
   it('resource-server.mjs: 200 with the caller for a valid token, 401 with the Error body otherwise', async () => {

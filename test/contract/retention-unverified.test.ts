@@ -24,7 +24,7 @@ afterAll(async () => database.drop());
 const T0 = new Date('2026-03-01T00:00:00Z');
 const TTL = 604_800;
 const secondsAgo = (seconds: number): Date => new Date(T0.getTime() - seconds * 1000);
-const RETENTION: RetentionSettings = { sessionsDays: 30, verificationCodesDays: 7, outboxDays: 7, outboxDeadDays: 30, adminAuditDays: 365 };
+const RETENTION: RetentionSettings = { sessionsDays: 30, verificationCodesDays: 7, outboxDays: 7, outboxDeadDays: 30, webhookDays: 7, webhookDeadDays: 30, adminAuditDays: 365 };
 
 function worker(extra: Partial<RetentionWorkerDeps> = {}) {
   return createRetentionWorker({

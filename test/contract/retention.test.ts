@@ -7,9 +7,9 @@ import { purgeWindows } from '../../src/modules/rate-limits/rate-limits.repo.js'
 import { purgeInBatches } from '../../src/modules/retention/batches.js';
 import { eraseExpiredSuccessors, purgeDeadEmails, purgeEndedSessions, purgeEndedVerificationCodes, purgeFinishedEmails } from '../../src/modules/retention/retention.repo.js';
 import { createRetentionWorker, type RetentionWorkerDeps } from '../../src/modules/retention/retention.worker.js';
-import type { Queryable } from '../../src/db/db.js';
 import { TestClock } from '../helpers/clock.js';
 import { createTestDatabase, type TestDatabase } from '../helpers/database.js';
+import { seqScans as seqScanTables, statementsOf, type Statement } from '../helpers/plans.js';
 
 /**
  * The retention worker (docs/operations.md, "Retention") on a real database: each purge deletes
@@ -28,7 +28,7 @@ const daysAgo = (days: number): Date => new Date(T0.getTime() - days * DAY_MS);
 const secondsAgo = (seconds: number): Date => new Date(T0.getTime() - seconds * 1000);
 
 /** The retention periods of these tests: the documented defaults. */
-const RETENTION: RetentionSettings = { sessionsDays: 30, verificationCodesDays: 7, outboxDays: 7, outboxDeadDays: 30, adminAuditDays: 365 };
+const RETENTION: RetentionSettings = { sessionsDays: 30, verificationCodesDays: 7, outboxDays: 7, outboxDeadDays: 30, webhookDays: 7, webhookDeadDays: 30, adminAuditDays: 365 };
 /** The refresh grace window of these tests, in seconds. */
 const GRACE = 10;
 
@@ -345,32 +345,8 @@ describe('rate-limit windows', () => {
   });
 });
 
-/** Every node of an EXPLAIN (FORMAT JSON) plan. */
-function planNodes(plan: Record<string, unknown>): Record<string, unknown>[] {
-  const children = (plan.Plans as Record<string, unknown>[] | undefined) ?? [];
-  return [plan, ...children.flatMap(planNodes)];
-}
-
-/** The statements `run` sends, recorded instead of run (EXPLAIN then plans them with their parameters). */
-async function statementsOf(run: (q: Queryable) => Promise<unknown>): Promise<{ sql: string; params: readonly unknown[] }[]> {
-  const seen: { sql: string; params: readonly unknown[] }[] = [];
-  const recorder: Queryable = {
-    async query<R>(sql: string, params: readonly unknown[] = []) {
-      seen.push({ sql, params });
-      return { rows: [] as R[], rowCount: 0 };
-    },
-  };
-  await run(recorder).catch(() => undefined);
-  return seen;
-}
-
-/** Tables a statement's plan reads with a sequential scan. */
-async function seqScans(statement: { sql: string; params: readonly unknown[] }): Promise<string[]> {
-  const { rows } = await database.db.query<{ 'QUERY PLAN': [{ Plan: Record<string, unknown> }] }>(`EXPLAIN (FORMAT JSON) ${statement.sql}`, statement.params);
-  return planNodes(rows[0]!['QUERY PLAN'][0].Plan)
-    .filter((n) => n['Node Type'] === 'Seq Scan')
-    .map((n) => String(n['Relation Name']));
-}
+/** Tables a statement's plan reads with a sequential scan, on this file's database. */
+const seqScans = (statement: Statement): Promise<string[]> => seqScanTables(database.db, statement);
 
 // The planner chooses by table statistics: only a PostgreSQL table of many rows shows whether
 // an index serves a statement (a table of a few rows is read whole, index or not).

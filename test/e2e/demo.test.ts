@@ -267,8 +267,10 @@ describe.skipIf(SKIP_BROWSER)('the demo page in headless Chromium (refresh cooki
     // Nothing was typed: the password field is empty and no sign-in went to the server.
     expect(await page.inputValue('#signin-password')).toBe('');
     const afterReload = serverSaw.slice(seenBefore).filter((r) => r.path.startsWith('/auth/v0/'));
-    expect(afterReload.map((r) => r.path)).toEqual(['/auth/v0/demo', '/auth/v0/refresh', '/auth/v0/me']);
-    expect(afterReload[1]!.cookie).toContain(`refresh_token=${cookie!.value}`);
+    // The page, the restore (refresh, then /me), and the identity providers for the sign-in buttons (in parallel with the restore).
+    expect(afterReload.map((r) => r.path).filter((p) => p !== '/auth/v0/oauth/providers')).toEqual(['/auth/v0/demo', '/auth/v0/refresh', '/auth/v0/me']);
+    expect(afterReload.filter((r) => r.path === '/auth/v0/oauth/providers')).toHaveLength(1);
+    expect(afterReload.find((r) => r.path === '/auth/v0/refresh')!.cookie).toContain(`refresh_token=${cookie!.value}`);
     // The restored access token works.
     expect(await step('me', () => page.click('#me'))).toBe(200);
     expect(await step('sessions', () => page.click('#sessions'))).toBe(200);

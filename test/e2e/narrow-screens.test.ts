@@ -177,7 +177,7 @@ describe.skipIf(SKIP_BROWSER)('narrow screens in headless Chromium (1280 and 400
       const descriptions = await page.evaluate<{ text: string; width: number; height: number }[]>(
         `[...document.querySelectorAll('.opblock-tag small')].map((el) => { const r = el.getBoundingClientRect(); return { text: el.textContent, width: r.width, height: r.height }; })`,
       );
-      expect(descriptions.length).toBe(9);
+      expect(descriptions.length).toBe(10);
       for (const d of descriptions) {
         expect(d.width, `"${d.text.slice(0, 40)}…" is ${Math.round(d.width)} x ${Math.round(d.height)} px at ${width} px`).toBeGreaterThanOrEqual(MIN_TAG_DESCRIPTION_WIDTH_PX);
         expect(d.height, `"${d.text.slice(0, 40)}…" is ${Math.round(d.width)} x ${Math.round(d.height)} px at ${width} px`).toBeLessThan(d.width);

@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { Writable } from 'node:stream';
 import type { FastifyInstance } from 'fastify';
-import { buildApp, createLogger } from '../../src/app.js';
+import { buildApp, createLogger, type AppDeps } from '../../src/app.js';
 import { loadConfig, type Config } from '../../src/config.js';
 import { createPasswordHasher, type PasswordHasher } from '../../src/crypto/password.js';
 import type { Db } from '../../src/db/db.js';
@@ -37,8 +37,13 @@ export interface TestContext {
  * @param env extra environment settings for loadConfig.
  * @param options.startOutboxWorker false leaves queued emails in the outbox (default true).
  * @param options.clock the service's clock (default a TestClock that moves only when told to).
+ * @param options.startWebhookWorker false leaves webhook deliveries to `app.webhookDelivery.runOnce()` (default true).
+ * @param options.webhookDelivery how webhook hosts resolve and an attempt's time limit (AppDeps).
  */
-export async function createTestContext(env: Record<string, string> = {}, options: { startOutboxWorker?: boolean; clock?: TestClock } = {}): Promise<TestContext> {
+export async function createTestContext(
+  env: Record<string, string> = {},
+  options: { startOutboxWorker?: boolean; clock?: TestClock; startWebhookWorker?: boolean; webhookDelivery?: AppDeps['webhookDelivery'] } = {},
+): Promise<TestContext> {
   const database = await createTestDatabase();
   const smtp = await startSmtpServer();
   const dataDir = mkdtempSync(path.join(tmpdir(), 'auth-test-'));
@@ -83,6 +88,8 @@ export async function createTestContext(env: Record<string, string> = {}, option
     passwordHasher: await sharedHasher,
     logger: createLogger(config.logLevel, sink),
     ...(options.startOutboxWorker === undefined ? {} : { startOutboxWorker: options.startOutboxWorker }),
+    ...(options.startWebhookWorker === undefined ? {} : { startWebhookWorker: options.startWebhookWorker }),
+    ...(options.webhookDelivery === undefined ? {} : { webhookDelivery: options.webhookDelivery }),
   });
   await app.ready();
   return {

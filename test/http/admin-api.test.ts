@@ -261,6 +261,44 @@ describe('users (docs/admin-api.md#users)', () => {
     });
     const { user: second } = await enrolled(ctx);
     expect((await call('GET', `/admin/v0/users/${second.id}`)).json()).toMatchObject({ mfa_enabled: true, passkeys: 0 });
+    // Identities at identity providers, oldest first, as {provider, email}.
+    for (const [provider, email, ageSeconds] of [['github', null, 10], ['google', 'alice@gmail.example', 20]] as const) {
+      await ctx.db.query(
+        'INSERT INTO user_identities (id, user_id, provider, issuer, subject, email, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7)',
+        [randomUUID(), second.id, provider, `https://${provider}.example`, randomUUID(), email, new Date(ctx.clock.now().getTime() - ageSeconds * 1000)],
+      );
+    }
+    expect((await call('GET', `/admin/v0/users/${second.id}`)).json()).toMatchObject({ identities: [{ provider: 'google', email: 'alice@gmail.example' }, { provider: 'github', email: null }] });
+  });
+
+  it('every change records its event in its transaction: user.created, user.updated, user.banned, user.unbanned, session.revoked, mfa.disabled, user.deleted', async () => {
+    const events = async (userId: string): Promise<{ type: string; data: Record<string, unknown> }[]> =>
+      (await ctx.db.query<{ type: string; data: Record<string, unknown> }>("SELECT type, data FROM webhook_events WHERE data->>'user_id' = $1 OR data->'user'->>'id' = $1 ORDER BY id", [userId])).rows;
+    const name = uniqueName('ev');
+    const made = (await call('POST', '/admin/v0/users', { body: { username: name, email: `${name}@example.test`, password: PASSWORD, is_email_verified: true } })).json() as { id: string };
+    ctx.clock.advance(1);
+    await call('PATCH', `/admin/v0/users/${made.id}`, { body: { phone: '+447700900321' } });
+    const session = await signIn(ctx, { username: name, password: PASSWORD });
+    ctx.clock.advance(1);
+    await call('POST', `/admin/v0/users/${made.id}/ban`, { body: { reason: 'spam' } });
+    ctx.clock.advance(1);
+    await call('POST', `/admin/v0/users/${made.id}/unban`);
+    await call('POST', `/admin/v0/users/${made.id}/unban`);
+    ctx.clock.advance(1);
+    await call('DELETE', `/admin/v0/users/${made.id}`);
+    // Events of one instant (the ban and the revocation it makes) have no order among themselves.
+    expect((await events(made.id)).map((e) => e.type).sort()).toEqual(['session.created', 'session.revoked', 'user.banned', 'user.created', 'user.deleted', 'user.unbanned', 'user.updated']);
+    const byType = Object.fromEntries((await events(made.id)).map((e) => [e.type, e.data]));
+    expect(byType['user.updated']).toMatchObject({ changed: ['phone'] });
+    expect(byType['user.banned']).toEqual({ user_id: made.id, banned_until: null, reason: 'spam' });
+    expect(byType['session.revoked']).toEqual({ user_id: made.id, session_id: session.sessionId, cause: 'banned' });
+    expect(byType['user.deleted']).toEqual({ user_id: made.id, cause: 'operator' });
+
+    const { user } = await enrolled(ctx);
+    ctx.clock.advance(1);
+    await call('POST', `/admin/v0/users/${user.id}/mfa/reset`);
+    await call('POST', `/admin/v0/users/${user.id}/mfa/reset`);
+    expect((await events(user.id)).map((e) => e.type).filter((t) => t.startsWith('mfa.'))).toEqual(['mfa.enabled', 'mfa.disabled']);
   });
 
   it('POST /users applies the sign-up rules, sends no email, and records user.create without the password', async () => {

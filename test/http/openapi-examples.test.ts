@@ -25,11 +25,28 @@ import { documentExamples, examplesOf, HTTP_METHODS, type Json } from '../helper
 import { createVerifiedUser, latestCode, PASSWORD, postJson, setCookies, signIn, uniqueName } from '../helpers/flows.js';
 import { stepAt, totpForStep } from '../helpers/totp.js';
 import { recoveryCodeHash } from '../../src/modules/mfa/totp.js';
+import { startRogueProvider } from '../helpers/rogue-provider.js';
+import { TestBrowser } from '../helpers/oauth-browser.js';
+
+// The identity provider of the examples' flows (a local OpenID Provider), configured as `rogue`.
+const PUBLIC_URL = 'http://localhost:3000';
+const provider = await startRogueProvider(`${PUBLIC_URL}/auth/v0/oauth/rogue/callback`);
+provider.accounts.set('alice', { sub: 'alice-at-provider', email: 'alice@provider.example', email_verified: true });
 
 // The document is read once, before the tests are collected, so each example gets a test of its own.
-const ctx = await createTestContext();
+const ctx = await createTestContext({
+  PUBLIC_URL,
+  OAUTH_PROVIDERS: 'rogue',
+  OAUTH_ROGUE_ISSUER: provider.issuer,
+  OAUTH_ROGUE_CLIENT_ID: provider.clientId,
+  OAUTH_ROGUE_CLIENT_SECRET: provider.clientSecret,
+  OAUTH_REDIRECT_URLS: 'https://app.example.com/',
+});
 const document = (await ctx.app.inject({ method: 'GET', url: '/auth/v0/openapi.json' })).json() as Json;
-afterAll(async () => ctx.close());
+afterAll(async () => {
+  await ctx.close();
+  await provider.close();
+});
 
 /** Empties every table but the migrations' and forgets the emails received: each example starts from a new service's state. */
 async function emptyDatabase(): Promise<void> {
@@ -62,12 +79,16 @@ interface RequestExample {
   readonly name: string;
   readonly body?: Json;
   readonly query?: Record<string, string>;
+  /** A form body (`application/x-www-form-urlencoded`, the `form_post` callback). */
+  readonly form?: Record<string, string>;
 }
 
 /** The documented request examples of an operation: each body example, or one query made of each parameter's example. */
 function requestExamples(operation: Json): RequestExample[] {
   const json = operation.requestBody?.content?.['application/json'] as Json | undefined;
   if (json !== undefined) return examplesOf(json).map(({ name, value }) => ({ name, body: value as Json }));
+  const form = operation.requestBody?.content?.['application/x-www-form-urlencoded'] as Json | undefined;
+  if (form !== undefined) return examplesOf(form).map(({ name, value }) => ({ name, form: value as Record<string, string> }));
   const query = ((operation.parameters ?? []) as Json[]).filter((p) => p.in === 'query');
   if (query.length > 0) {
     const values = query.map((p) => [p.name as string, examplesOf(p)[0]?.value] as const);
@@ -93,6 +114,8 @@ interface Prepared {
    * once, so no fixed example can be a live one (the example is still checked against its schema).
    */
   readonly body?: Json;
+  /** The query to send in place of the example's: a callback's `code` and `state` are those of a live flow, never a fixed example. */
+  readonly query?: Record<string, string>;
 }
 
 type Fixture = (ctx: TestContext, example: RequestExample) => Promise<Prepared>;
@@ -168,6 +191,13 @@ async function totpEnabled(ctx: TestContext, example: RequestExample) {
   const hash = typed === undefined ? undefined : recoveryCodeHash(ctx.app.keys.mfa.recoveryCodeKey, userId, typed);
   if (hash !== undefined) await ctx.db.query("UPDATE mfa_recovery_codes SET code_hash = $2 WHERE id = (SELECT id FROM mfa_recovery_codes WHERE user_id = $1 LIMIT 1)", [userId, hash]);
   return { headers, secret, liveCode: hash === undefined ? totpForStep(secret, stepAt(ctx.clock.now())) : undefined };
+}
+
+/** The Bearer header of a signed-in user whose password is then removed (a user who signed up through a provider). */
+async function withoutPassword(ctx: TestContext, example: RequestExample) {
+  const { user, session } = await signedIn(ctx, example);
+  await ctx.db.query('UPDATE users SET password_hash = NULL WHERE id = $1', [user.id]);
+  return { user, headers: { authorization: `Bearer ${session.accessToken}` } };
 }
 
 /** Per operationId: the state its example needs. */
@@ -268,6 +298,26 @@ const FIXTURES: Record<string, Fixture> = {
     const { session, passkey } = await withPasskey(ctx);
     return { headers: { authorization: `Bearer ${session.accessToken}` }, params: { passkey_id: passkey.id } };
   },
+  listIdentityProviders: nothing,
+  authorizeWithProvider: async () => ({ params: { provider: 'rogue' } }),
+  providerCallback: async (ctx) => {
+    // A flow run at the provider up to its return: the live callback query and the flow cookie.
+    const browser = new TestBrowser(ctx, PUBLIC_URL);
+    browser.setCookie(provider.issuer, 'rogue_user', 'alice');
+    await browser.navigate(`${PUBLIC_URL}/auth/v0/oauth/rogue/authorize`, { stopBefore: (url) => url.pathname.endsWith('/callback') });
+    const callback = new URL(browser.stoppedAt!);
+    return { params: { provider: 'rogue' }, query: Object.fromEntries(callback.searchParams), headers: { cookie: `oauth_flow=${browser.cookie(PUBLIC_URL, 'oauth_flow')!}` } };
+  },
+  providerCallbackFormPost: async () => ({ params: { provider: 'rogue' } }),
+  linkProvider: async (ctx, example) => ({ ...(await bearer(ctx, example)), params: { provider: 'rogue' } }),
+  listIdentities: bearer,
+  unlinkIdentity: async (ctx, example) => {
+    const { user, session } = await signedIn(ctx, example);
+    const id = '5d1c8e0a-7b2f-4a61-9c3e-2f4b6a8d0e17';
+    await ctx.db.query("INSERT INTO user_identities (id, user_id, provider, issuer, subject, email, created_at) VALUES ($1, $2, 'rogue', $3, 'alice-at-provider', NULL, now())", [id, user.id, provider.issuer]);
+    return { headers: { authorization: `Bearer ${session.accessToken}` }, params: { identity_id: id } };
+  },
+  setPassword: async (ctx, example) => ({ headers: (await withoutPassword(ctx, example)).headers }),
   getJwks: nothing,
   getLiveness: nothing,
   getReadiness: nothing,
@@ -275,10 +325,11 @@ const FIXTURES: Record<string, Fixture> = {
   getOpenApiDocument: nothing,
 };
 
-/** The status an example is documented for: the operation's first 2xx. */
+/** The status an example is documented for: the operation's first 2xx, or its 3xx (a redirect) when it has none. */
 function documentedStatus(operation: Json): number {
-  const status = Object.keys(operation.responses as Json).find((s) => /^2\d\d$/.test(s));
-  if (status === undefined) throw new Error(`${operation.operationId as string} documents no 2xx`);
+  const statuses = Object.keys(operation.responses as Json);
+  const status = statuses.find((s) => /^2\d\d$/.test(s)) ?? statuses.find((s) => /^3\d\d$/.test(s));
+  if (status === undefined) throw new Error(`${operation.operationId as string} documents no 2xx or 3xx`);
   return Number(status);
 }
 
@@ -314,12 +365,18 @@ describe('every request example, sent to the service with the state it needs, ge
     expect(fixture, `no fixture for ${op.operationId}`).toBeDefined();
     const prepared = await fixture!(ctx, example);
     const path = op.path.replace(/\{([^}]+)\}/g, (_m, name: string) => encodeURIComponent(prepared.params?.[name] ?? `missing-${name}`));
-    const query = example.query === undefined ? '' : `?${new URLSearchParams(example.query).toString()}`;
+    const sent = prepared.query ?? example.query;
+    const query = sent === undefined ? '' : `?${new URLSearchParams(sent).toString()}`;
     const res = await ctx.app.inject({
       method: op.method.toUpperCase() as 'GET',
       url: `${path}${query}`,
-      headers: { ...(example.body === undefined ? {} : { 'content-type': 'application/json' }), ...prepared.headers },
+      headers: {
+        ...(example.body === undefined ? {} : { 'content-type': 'application/json' }),
+        ...(example.form === undefined ? {} : { 'content-type': 'application/x-www-form-urlencoded' }),
+        ...prepared.headers,
+      },
       ...(example.body === undefined ? {} : { payload: prepared.body ?? (prepared.totpCode === undefined ? example.body : { ...example.body, code: prepared.totpCode }) }),
+      ...(example.form === undefined ? {} : { payload: new URLSearchParams(example.form).toString() }),
     });
     const status = documentedStatus(op.operation);
     expect(res.statusCode, res.body).toBe(status);

@@ -31,7 +31,7 @@ const ALWAYS = ['500', '503'];
  * reads a JSON body, 429 where a rate limit applies (docs/api.md#rate-limits), and the POST form
  * of verify-email with the GET form's codes (docs/api.md#verify-email-post: same semantics).
  */
-const EXPECTED: Record<string, { statuses: string[]; security?: 'bearerAuth' | 'refreshCookie' | 'mfaChallengeCookie' | 'webauthnChallengeCookie' }> = {
+const EXPECTED: Record<string, { statuses: string[]; security?: 'bearerAuth' | 'refreshCookie' | 'mfaChallengeCookie' | 'webauthnChallengeCookie' | 'oauthFlowCookie' }> = {
   'post /auth/v0/sign-up': { statuses: ['201', '400', '409', '413', '429'] },
   'get /auth/v0/verify-email': { statuses: ['204', '400', '404', '410', '429'] },
   'post /auth/v0/verify-email': { statuses: ['204', '400', '404', '410', '413', '429'] },
@@ -55,6 +55,14 @@ const EXPECTED: Record<string, { statuses: string[]; security?: 'bearerAuth' | '
   'get /auth/v0/passkeys': { statuses: ['200', '401'], security: 'bearerAuth' },
   'patch /auth/v0/passkeys/{passkey_id}': { statuses: ['200', '400', '401', '403', '404', '413'], security: 'bearerAuth' },
   'delete /auth/v0/passkeys/{passkey_id}': { statuses: ['204', '401', '403', '404'], security: 'bearerAuth' },
+  'get /auth/v0/oauth/providers': { statuses: ['200'] },
+  'get /auth/v0/oauth/{provider}/authorize': { statuses: ['302', '400', '404', '429'] },
+  'get /auth/v0/oauth/{provider}/callback': { statuses: ['303', '400', '404'], security: 'oauthFlowCookie' },
+  'post /auth/v0/oauth/{provider}/callback': { statuses: ['303', '404', '413'] },
+  'post /auth/v0/oauth/{provider}/link': { statuses: ['200', '400', '401', '404', '413', '429'], security: 'bearerAuth' },
+  'get /auth/v0/identities': { statuses: ['200', '401'], security: 'bearerAuth' },
+  'delete /auth/v0/identities/{identity_id}': { statuses: ['204', '401', '403', '404', '409'], security: 'bearerAuth' },
+  'post /auth/v0/password': { statuses: ['204', '400', '401', '409', '413'], security: 'bearerAuth' },
   'post /auth/v0/change-email': { statuses: ['204', '400', '401', '409', '413', '429'], security: 'bearerAuth' },
   'post /auth/v0/change-email/confirm': { statuses: ['200', '400', '401', '409', '410', '413', '429'], security: 'bearerAuth' },
   'get /auth/v0/me': { statuses: ['200', '401'], security: 'bearerAuth' },
@@ -74,9 +82,10 @@ const TAG_OPERATIONS: [string, string[]][] = [
   ['Sign-in and tokens', ['signIn', 'refresh', 'logout', 'signInMfa', 'passkeySignInOptions', 'signInWithPasskey']],
   ['Account recovery', ['requestPasswordReset', 'confirmPasswordReset']],
   ['Sessions', ['listSessions', 'revokeAllSessions', 'revokeSession']],
-  ['Account', ['getMe', 'changePassword', 'changeEmail', 'confirmEmailChange', 'deleteAccount']],
+  ['Account', ['getMe', 'changePassword', 'setPassword', 'changeEmail', 'confirmEmailChange', 'deleteAccount']],
   ['Second factor', ['setUpTotp', 'enableTotp', 'disableTotp', 'regenerateRecoveryCodes']],
   ['Passkeys', ['passkeyRegistrationOptions', 'registerPasskey', 'listPasskeys', 'renamePasskey', 'deletePasskey']],
+  ['Identity providers', ['listIdentityProviders', 'authorizeWithProvider', 'providerCallback', 'providerCallbackFormPost', 'linkProvider', 'listIdentities', 'unlinkIdentity']],
   ['Keys', ['getJwks']],
   ['Operations', ['getLiveness', 'getReadiness', 'getMetrics', 'getOpenApiDocument']],
 ];
@@ -162,12 +171,13 @@ describe('GET /auth/v0/openapi.json', () => {
     expect(inOrder.map((o) => o.operationId)).toEqual(TAG_OPERATIONS.flatMap(([, ids]) => ids));
   });
 
-  it('declares bearerAuth (JWT) and the refresh_token, mfa_challenge and webauthn_challenge cookies and uses them on exactly the right operations', () => {
+  it('declares bearerAuth (JWT) and the refresh_token, mfa_challenge, webauthn_challenge and oauth_flow cookies and uses them on exactly the right operations', () => {
     expect(document.components.securitySchemes).toEqual({
       bearerAuth: expect.objectContaining({ type: 'http', scheme: 'bearer', bearerFormat: 'JWT' }),
       refreshCookie: expect.objectContaining({ type: 'apiKey', in: 'cookie', name: 'refresh_token' }),
       mfaChallengeCookie: expect.objectContaining({ type: 'apiKey', in: 'cookie', name: 'mfa_challenge' }),
       webauthnChallengeCookie: expect.objectContaining({ type: 'apiKey', in: 'cookie', name: 'webauthn_challenge' }),
+      oauthFlowCookie: expect.objectContaining({ type: 'apiKey', in: 'cookie', name: 'oauth_flow' }),
     });
     expect(document.security).toBeUndefined();
     for (const [key, operation] of operations(document)) {

@@ -10,6 +10,7 @@ import { PASSWORD, uniqueName } from '../helpers/flows.js';
 import { ON_POSTGRES } from './helpers/app-context.js';
 import { startFaultSmtpServer, type FaultSmtpServer } from './helpers/fault-smtp.js';
 import { startService, stopService, type ServiceProcess } from './helpers/service-process.js';
+import { waitUntil } from './helpers/wait.js';
 
 /**
  * Crash safety: the real service on a fresh PostgreSQL database is killed
@@ -291,10 +292,3 @@ describe.runIf(ON_POSTGRES)('SIGKILL under load, then restart (PostgreSQL only: 
   });
 });
 
-async function waitUntil(what: string, ms: number, check: () => boolean | Promise<boolean>): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}

@@ -112,6 +112,14 @@ describe('loadConfig (README "Configuration")', () => {
     expect(error!.problems.slice(1).every((p) => p.startsWith('JWT_PUBLIC_KEY_FILES: '))).toBe(true);
   });
 
+  it('reads the webhook settings: WEBHOOK_ALLOW_PRIVATE_NETWORKS (default false), WEBHOOK_KEY_FILE checked like MFA_KEY_FILE', () => {
+    expect(loadConfig({}).webhooks).toEqual({ allowPrivateNetworks: false });
+    expect(loadConfig({ WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true' }).webhooks).toEqual({ allowPrivateNetworks: true });
+    expect(loadConfig({}).webhookKeyFile).toBeUndefined();
+    expect(() => loadConfig({ WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'yes' })).toThrow(/WEBHOOK_ALLOW_PRIVATE_NETWORKS: expected true or false, got "yes"/);
+    expect(() => loadConfig({ WEBHOOK_KEY_FILE: '/nonexistent/webhook-key' })).toThrow(/WEBHOOK_KEY_FILE: cannot read \/nonexistent\/webhook-key \(ENOENT\)/);
+  });
+
   it('keeps secrets as given and trims other values', () => {
     const c = loadConfig({ SMTP_HOST: ' mail.example.com ', SMTP_FROM: 'a@b.c', SMTP_USERNAME: 'user', SMTP_PASSWORD: ' pass word ' });
     expect(c.smtp?.host).toBe('mail.example.com');
@@ -119,10 +127,19 @@ describe('loadConfig (README "Configuration")', () => {
   });
 
   it('reads the retention periods (docs/operations.md, "Retention"): defaults, bounds, and dead emails kept at least as long as sent ones', () => {
-    expect(loadConfig({}).retention).toEqual({ sessionsDays: 30, verificationCodesDays: 7, outboxDays: 7, outboxDeadDays: 30, adminAuditDays: 365 });
+    expect(loadConfig({}).retention).toEqual({ sessionsDays: 30, verificationCodesDays: 7, outboxDays: 7, outboxDeadDays: 30, webhookDays: 7, webhookDeadDays: 30, adminAuditDays: 365 });
     expect(
-      loadConfig({ RETENTION_SESSIONS_DAYS: '0', RETENTION_VERIFICATION_CODES_DAYS: '1', RETENTION_OUTBOX_DAYS: '3', RETENTION_OUTBOX_DEAD_DAYS: '3650', RETENTION_ADMIN_AUDIT_DAYS: '30' }).retention,
-    ).toEqual({ sessionsDays: 0, verificationCodesDays: 1, outboxDays: 3, outboxDeadDays: 3650, adminAuditDays: 30 });
+      loadConfig({
+        RETENTION_SESSIONS_DAYS: '0',
+        RETENTION_VERIFICATION_CODES_DAYS: '1',
+        RETENTION_OUTBOX_DAYS: '3',
+        RETENTION_OUTBOX_DEAD_DAYS: '3650',
+        RETENTION_WEBHOOK_DAYS: '0',
+        RETENTION_WEBHOOK_DEAD_DAYS: '2',
+        RETENTION_ADMIN_AUDIT_DAYS: '30',
+      }).retention,
+    ).toEqual({ sessionsDays: 0, verificationCodesDays: 1, outboxDays: 3, outboxDeadDays: 3650, webhookDays: 0, webhookDeadDays: 2, adminAuditDays: 30 });
+    expect(() => loadConfig({ RETENTION_WEBHOOK_DAYS: '10', RETENTION_WEBHOOK_DEAD_DAYS: '9' })).toThrow(/RETENTION_WEBHOOK_DEAD_DAYS: must be at least RETENTION_WEBHOOK_DAYS \(10\), got 9/);
     expect(Object.isFrozen(loadConfig({}).retention)).toBe(true);
 
     let error: ConfigError | undefined;

@@ -7,7 +7,7 @@
 import type { PublicKeyCredentialCreationOptionsJSON, PublicKeyCredentialRequestOptionsJSON } from '@simplewebauthn/browser';
 import { errorOf, LatchkeyError, networkError } from './errors.js';
 import { stateOf, TokenKeeper } from './token-keeper.js';
-import type { ClientEvents, JwksResponse, MeResponse, Passkey, Session, SignInRequest, SignInResponse, SignUpRequest, User } from './types.js';
+import type { ClientEvents, Identity, JwksResponse, MeResponse, Passkey, Provider, Session, SignInRequest, SignInResponse, SignUpRequest, User } from './types.js';
 
 export { LatchkeyError } from './errors.js';
 export type * from './types.js';
@@ -71,20 +71,23 @@ export interface LatchkeyClient {
   me(): Promise<MeResponse>;
   /** docs/api.md#change-password (204): every session ends, so every tab is signed out. */
   changePassword(body: { current_password: string; new_password: string }): Promise<void>;
-  /** docs/api.md#change-email (204): a code is emailed to `new_email`; nothing changes until it is confirmed. */
-  changeEmail(body: { new_email: string; password: string }): Promise<void>;
+  /**
+   * docs/api.md#change-email (204): a code is emailed to `new_email`; nothing changes until it is
+   * confirmed. A user without a password leaves `password` out (a recent sign-in instead).
+   */
+  changeEmail(body: { new_email: string; password?: string }): Promise<void>;
   /** docs/api.md#confirm-an-email-change (200): the account has the new address; sessions go on. */
   confirmEmailChange(body: { code: string }): Promise<{ user: User }>;
   /** docs/api.md#set-up-totp (200): the secret and its `otpauth://` URI, shown once. */
-  setupTotp(body: { password: string }): Promise<{ secret: string; otpauth_uri: string }>;
+  setupTotp(body: { password?: string }): Promise<{ secret: string; otpauth_uri: string }>;
   /** docs/api.md#enable-totp (200): TOTP is on; the 10 recovery codes, shown once. */
   enableTotp(body: { code: string }): Promise<{ recovery_codes: string[] }>;
   /** docs/api.md#disable-totp (204); `code` is a TOTP code or a recovery code. */
-  disableTotp(body: { password: string; code: string }): Promise<void>;
+  disableTotp(body: { password?: string; code: string }): Promise<void>;
   /** docs/api.md#regenerate-recovery-codes (200): 10 new recovery codes; the old ones stop working. */
-  regenerateRecoveryCodes(body: { password: string; code: string }): Promise<{ recovery_codes: string[] }>;
-  /** docs/api.md#delete-account (204): every tab is signed out. */
-  deleteAccount(body: { password: string }): Promise<void>;
+  regenerateRecoveryCodes(body: { password?: string; code: string }): Promise<{ recovery_codes: string[] }>;
+  /** docs/api.md#delete-account (204): every tab is signed out. A user without a password leaves `password` out. */
+  deleteAccount(body: { password?: string }): Promise<void>;
   /** docs/api.md#request-a-password-reset (204). */
   requestPasswordReset(body: { email: string }): Promise<void>;
   /** docs/api.md#confirm-a-password-reset (204). */
@@ -129,6 +132,33 @@ export interface LatchkeyClient {
    * authenticator keeps its credential, and may offer it, until the user removes it there.
    */
   deletePasskey(passkeyId: string): Promise<void>;
+  /** docs/api.md#list-identity-providers (200): the configured providers, for sign-in buttons. */
+  providers(): Promise<{ providers: Provider[] }>;
+  /**
+   * docs/api.md#authorize: sends the browser to the provider (a navigation: the page unloads).
+   * It comes back to `redirectTo` (one of the service's OAUTH_REDIRECT_URLS; default: the first),
+   * signed in (a client created there restores the session), or with `?error=<code>`: read it
+   * with {@link readProviderError}.
+   */
+  signInWithProvider(providerId: string, options?: { redirectTo?: string }): void;
+  /**
+   * The `error` a provider's flow returned to this page with (docs/api.md#callback-errors), or
+   * null; removes it from the address bar (history.replaceState). `auth.mfa_required`: the
+   * challenge cookie is set, complete with signInMfa.
+   */
+  readProviderError(): string | null;
+  /**
+   * docs/api.md#link-an-identity-provider: asks the service for a link flow (a recent sign-in is
+   * needed: `auth.reauthentication_required`, 401, otherwise), then sends the browser to the
+   * provider; it comes back to `redirectTo`, with `?error=` on failure.
+   */
+  linkProvider(providerId: string, options?: { redirectTo?: string }): Promise<void>;
+  /** docs/api.md#list-identities (200): the signed-in user's identities, oldest first. */
+  identities(): Promise<{ identities: Identity[] }>;
+  /** docs/api.md#unlink-an-identity (204); `auth.identities.last_sign_in_method` (409) for the last way in. */
+  unlinkIdentity(identityId: string): Promise<void>;
+  /** docs/api.md#set-a-password (204): the first password of a user who has none; sessions go on. */
+  setPassword(body: { new_password: string }): Promise<void>;
   /** docs/api.md#jwks (200). */
   jwks(): Promise<JwksResponse>;
   /** Stops timers and listeners and forgets the token (the session itself goes on). */
@@ -297,6 +327,27 @@ export function createClient(options: ClientOptions): LatchkeyClient {
     listPasskeys: () => call('GET', '/passkeys', undefined, true),
     renamePasskey: (passkeyId, name) => call('PATCH', `/passkeys/${encodeURIComponent(passkeyId)}`, { name }, true),
     deletePasskey: (passkeyId) => call('DELETE', `/passkeys/${encodeURIComponent(passkeyId)}`, undefined, true),
+    providers: () => call('GET', '/oauth/providers'),
+    signInWithProvider(providerId, options = {}) {
+      const query = options.redirectTo === undefined ? '' : `?redirect_to=${encodeURIComponent(options.redirectTo)}`;
+      globalThis.location.assign(`${api}/oauth/${encodeURIComponent(providerId)}/authorize${query}`);
+    },
+    readProviderError() {
+      const url = new URL(globalThis.location.href);
+      const error = url.searchParams.get('error');
+      if (error === null) return null;
+      url.searchParams.delete('error');
+      globalThis.history.replaceState(globalThis.history.state, '', url.href);
+      return error;
+    },
+    async linkProvider(providerId, options = {}) {
+      const body = options.redirectTo === undefined ? {} : { redirect_to: options.redirectTo };
+      const { authorization_url } = await call<{ authorization_url: string }>('POST', `/oauth/${encodeURIComponent(providerId)}/link`, body, true);
+      globalThis.location.assign(authorization_url);
+    },
+    identities: () => call('GET', '/identities', undefined, true),
+    unlinkIdentity: (identityId) => call('DELETE', `/identities/${encodeURIComponent(identityId)}`, undefined, true),
+    setPassword: (body) => call('POST', '/password', body, true),
     jwks: () => call('GET', '/.well-known/jwks.json'),
     close: () => keeper.close(),
   };

@@ -69,6 +69,25 @@ export interface Passkey {
   last_used_at: string | null;
 }
 
+/** docs/api.md#list-identity-providers: a configured identity provider, for a sign-in button. */
+export interface Provider {
+  id: string;
+  name: string;
+}
+
+/**
+ * docs/api.md#sign-in-with-an-identity-provider, "The Identity object": one account at an
+ * identity provider linked to the user. `email` is the provider's verified address or null;
+ * timestamps are ISO 8601 strings, `last_sign_in_at` null until it signs in.
+ */
+export interface Identity {
+  id: string;
+  provider: string;
+  email: string | null;
+  created_at: string;
+  last_sign_in_at: string | null;
+}
+
 /** docs/api.md#jwks, 200: RFC 7517 public keys. */
 export interface JwksResponse {
   keys: Array<Record<string, unknown> & { kid: string; kty: string }>;

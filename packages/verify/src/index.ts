@@ -3,7 +3,8 @@
  * docs/integration.md). RS256 is pinned (RFC 8725 §3.1), keys come only from the configured JWKS
  * URL (RFC 7517) by `kid`, and the token must be an RFC 9068 access token (`typ: at+jwt`) of the
  * configured issuer and audience. Optionally, the service is asked whether the session is still
- * active (`GET /auth/v0/me`), since a signature cannot show a revocation.
+ * active (`GET /auth/v0/me`), since a signature cannot show a revocation. `verifyWebhook` checks
+ * the service's webhook requests (Standard Webhooks signatures).
  */
 import { createRemoteJWKSet, customFetch, errors, jwtVerify, type JWTPayload } from 'jose';
 import { VerifyError, type VerifyErrorCode } from './errors.js';
@@ -11,6 +12,16 @@ import { SessionChecker, type SessionCheckOptions } from './session-check.js';
 
 export { assuranceLevel, type AssuranceLevel } from './assurance.js';
 export { errorBodyOf, VerifyError, type ErrorBody, type VerifyErrorCode } from './errors.js';
+export {
+  DEFAULT_WEBHOOK_TOLERANCE_SECONDS,
+  verifyWebhook,
+  WebhookVerifyError,
+  type VerifiedWebhook,
+  type VerifyWebhookOptions,
+  type WebhookEvent,
+  type WebhookHeaders,
+  type WebhookVerifyErrorCode,
+} from './webhook.js';
 
 export type { SessionCheckOptions } from './session-check.js';
 

@@ -30,7 +30,7 @@ export function accountsRoutes(deps: { accounts: AccountsService; sessions: Sess
       },
       async (request, reply) => {
         const caller = callerOf(request);
-        await accounts.deleteAccount(caller.user, { password: request.body.password }, clientContextOf(request));
+        await accounts.deleteAccount(caller, { password: request.body.password }, clientContextOf(request));
         securityEvent(request.log, 'account.deleted', { userId: caller.user.id, sessionId: caller.session.id, ip: request.ip, reason: 'owner' });
         clearRefreshCookie(reply);
         return reply.code(204).send(null);

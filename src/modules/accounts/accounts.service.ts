@@ -5,9 +5,10 @@ import { createAuthMetrics, type AccountDeletionCause, type AuthMetrics } from '
 import { queueSecurityNotice, type NoticeClient } from '../mail/notices.js';
 import { cancelEmailsTo, cancelPendingEmails } from '../mail/outbox.repo.js';
 import type { CurrentPasswordCheck } from '../users/current-password.js';
-import type { UserRow } from '../users/users.repo.js';
+import type { Authenticated } from '../sessions/sessions.service.js';
 import { noticeAddress } from '../users/users.service.js';
 import { deleteAccountRateLimits, deleteFinishedEmailsTo, deleteUser, type DeletedUser } from './accounts.repo.js';
+import { recordEvent, type UserDeletedCause } from '../events/events.repo.js';
 
 /** The reason recorded on the outbox rows a deletion cancels. */
 export const DELETED_ACCOUNT_REASON = 'account deleted';
@@ -20,14 +21,18 @@ export const DELETED_ACCOUNT_REASON = 'account deleted';
  * and not yet sent ({@link cancelEmailsTo}) and deletes the finished ones
  * ({@link deleteFinishedEmailsTo}), and the code emails of its unconfirmed email changes; then queues the `account_deleted` notice to its verified
  * address (docs/api.md#security-notices), which keeps the address, the username, the time, IP
- * address and user agent, and no reference to the user, until the retention worker deletes it. Shared by delete-account, the admin API and `latchkey users delete` (through {@link eraseAccountIn}).
+ * address and user agent, and no reference to the user, until the retention worker deletes it;
+ * and records the `user.deleted` event with `d.cause`, the only event of a deletion
+ * (docs/api.md#event-types). Shared by delete-account, the admin API and `latchkey users delete`
+ * (through {@link eraseAccountIn}).
  * @param d.expectedPasswordVersion delete only while the password is this version (delete-account checked it).
+ * @param d.cause who deleted it: `owner` (delete-account) or `operator`.
  * @param d.client where the request came from; nulls for an operator's command.
  * @returns the deleted user, or undefined when nothing was deleted (already gone, or the password changed).
  */
 export async function eraseAccount(
   db: Db,
-  d: { userId: string; expectedPasswordVersion?: number | undefined; now: Date; client: NoticeClient },
+  d: { userId: string; expectedPasswordVersion?: number | undefined; now: Date; client: NoticeClient; cause: Exclude<UserDeletedCause, 'unverified_expired'> },
 ): Promise<{ user: DeletedUser; noticeQueued: boolean } | undefined> {
   return db.transaction((tx) => eraseAccountIn(tx, d));
 }
@@ -38,11 +43,12 @@ export async function eraseAccount(
  */
 export async function eraseAccountIn(
   tx: Queryable,
-  d: { userId: string; expectedPasswordVersion?: number | undefined; now: Date; client: NoticeClient },
+  d: { userId: string; expectedPasswordVersion?: number | undefined; now: Date; client: NoticeClient; cause: Exclude<UserDeletedCause, 'unverified_expired'> },
 ): Promise<{ user: DeletedUser; noticeQueued: boolean } | undefined> {
   const user = await deleteUser(tx, d.userId, { expectedPasswordVersion: d.expectedPasswordVersion });
   if (user === undefined) return undefined;
   await deleteAccountRateLimits(tx, user.id);
+  await recordEvent(tx, { type: 'user.deleted', data: { user_id: user.id, cause: d.cause } }, d.now);
   if (user.email !== null) {
     await cancelEmailsTo(tx, { recipient: user.email, reason: DELETED_ACCOUNT_REASON, now: d.now });
     await deleteFinishedEmailsTo(tx, user.email);
@@ -79,7 +85,7 @@ export interface AccountsService {
    * the account was deleted meanwhile, nothing is deleted and the answer is 401.
    * @throws AppError `auth.invalid_current_password` (401), `auth.delete_account.too_many_attempts` (429, Retry-After).
    */
-  deleteAccount(user: UserRow, input: { password: string }, client: NoticeClient): Promise<void>;
+  deleteAccount(caller: Authenticated, input: { password: string | undefined }, client: NoticeClient): Promise<void>;
 }
 
 /** Builds the {@link AccountsService}. */
@@ -87,9 +93,15 @@ export function createAccountsService(deps: AccountsDeps): AccountsService {
   const { db, clock, currentPassword, onEmailQueued } = deps;
   const metrics: AccountsMetrics = deps.metrics ?? createAuthMetrics();
   return {
-    async deleteAccount(user, input, client) {
-      await currentPassword.verify(user, input.password, { purpose: 'delete_account', ip: client.ip, tooMany: 'auth.delete_account.too_many_attempts' });
-      const erased = await eraseAccount(db, { userId: user.id, expectedPasswordVersion: user.password_version, now: clock.now(), client });
+    async deleteAccount(caller, input, client) {
+      const { user } = caller;
+      await currentPassword.verify(caller, input.password, {
+        purpose: 'delete_account',
+        ip: client.ip,
+        tooMany: 'auth.delete_account.too_many_attempts',
+        validationError: 'auth.delete_account.validation_failed',
+      });
+      const erased = await eraseAccount(db, { userId: user.id, expectedPasswordVersion: user.password_version, now: clock.now(), client, cause: 'owner' });
       if (erased === undefined) throw new AppError('auth.invalid_current_password');
       metrics.accountsDeleted('owner');
       if (erased.noticeQueued) onEmailQueued();

@@ -60,7 +60,7 @@ export interface AuditEntryRow {
 }
 
 /**
- * Records one change of the admin API or an operator command in the audit log (migration 015).
+ * Records one change of the admin API or an operator command in the audit log (migration 017).
  * Call it inside the transaction `tx` that makes the change, after the change: the entry
  * commits with it or not at all, and a call that changed nothing must not record one.
  * @returns the entry's id.

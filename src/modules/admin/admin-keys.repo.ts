@@ -14,7 +14,7 @@ export interface AdminKeyRow {
   revoked_at: Date | null;
 }
 
-/** What a request's key check reads (migration 014). */
+/** What a request's key check reads (migration 016). */
 export interface AdminKeyCheckRow {
   name: string;
   scopes: string[];

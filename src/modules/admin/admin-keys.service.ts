@@ -15,7 +15,7 @@ export type AdminScope = (typeof ADMIN_SCOPES)[number];
 export const ADMIN_KEY_PREFIX = 'lk_admin_';
 /** Bytes of a key's secret part: 256 bits from the CSPRNG, like a refresh token. */
 export const ADMIN_KEY_SECRET_BYTES = 32;
-/** Longest key name, in characters (migration 014). */
+/** Longest key name, in characters (migration 016). */
 export const ADMIN_KEY_NAME_MAX_LENGTH = 64;
 
 /**

@@ -17,6 +17,8 @@ export interface AdminUserRow {
   mfa_enabled: boolean;
   /** How many passkeys the user has. */
   passkeys: number;
+  /** The user's identities at identity providers, oldest first. */
+  identities: { provider: string; email: string | null }[];
   banned_at: Date | null;
   banned_until: Date | null;
   ban_reason: string | null;
@@ -26,12 +28,15 @@ export interface AdminUserRow {
 
 /**
  * The columns of an {@link AdminUserRow} over `users u`: the second factor by primary key of
- * `mfa_totp`, the passkeys counted under `passkeys_user_idx`.
+ * `mfa_totp`, the passkeys counted under `passkeys_user_idx`, the identities read under
+ * `user_identities_user_idx`.
  */
 const ADMIN_USER_COLUMNS = `u.id, u.username, u.email, u.phone, u.is_email_verified, u.is_phone_verified, u.created_at, u.last_sign_in_at,
        u.password_hash IS NOT NULL AS has_password,
        EXISTS (SELECT 1 FROM mfa_totp m WHERE m.user_id = u.id AND m.enabled_at IS NOT NULL) AS mfa_enabled,
        (SELECT count(*) FROM passkeys p WHERE p.user_id = u.id)::int AS passkeys,
+       (SELECT coalesce(json_agg(json_build_object('provider', i.provider, 'email', i.email) ORDER BY i.created_at), '[]'::json)
+          FROM user_identities i WHERE i.user_id = u.id) AS identities,
        u.banned_at, u.banned_until, u.ban_reason, ${keysetTimeSql('u.created_at')} AS cursor_at`;
 
 /** The user `id` as the admin API shows it, or undefined. One primary-key read (and two index probes). */
@@ -54,7 +59,7 @@ const PHONE_PREFIX = /^\+[0-9]{0,15}$/;
  * The SQL of the listing's `query` (docs/admin-api.md#list-users): the users whose id is
  * `query` (when it is a UUID), or whose username or email starts with it case-insensitively
  * (both are stored lower-case), or whose stored phone starts with it. One branch per way of
- * matching, each read by its own index of migration 016 (`LIKE 'prefix%'` on a
+ * matching, each read by its own index of migration 018 (`LIKE 'prefix%'` on a
  * `text_pattern_ops` column) within the keyset and stopped after a page; a branch the query
  * cannot match (a username prefix with `@`) is left out of the statement. Parameters: `$1`
  * the keyset time, `$2` the keyset id, `$3` the page size, `$4` the pattern, `$5` the id.

@@ -15,6 +15,8 @@ import { normalizeEmail, normalizePhone, normalizeUsername } from '../users/iden
 import { checkPassword, SERVICE_NAME } from '../users/password-policy.js';
 import { banUser, findTakenIdentifier, findUserById, insertUser, lockUser, lockUserRow, unbanUser } from '../users/users.repo.js';
 import { noticeAddress } from '../users/users.service.js';
+import { changedMembers, toUser } from '../users/users.schemas.js';
+import { recordEvent } from '../events/events.repo.js';
 import { recordAdminAudit, type AuditActor } from './admin-audit.repo.js';
 import { findAdminUser, listAdminUsers, updateUserIdentity, type UserIdentityFields } from './admin-users.repo.js';
 import { toAdminSession, toAdminUser, type AdminSession, type AdminUser, type BanRequest, type CreateUserRequest, type UpdateUserRequest } from './admin.schemas.js';
@@ -154,7 +156,8 @@ export function createAdminUsersService(deps: AdminUsersDeps): AdminUsersService
       const id = randomUUID();
       try {
         return await db.transaction(async (tx) => {
-          await insertUser(tx, { id, username, email, phone, password_hash: passwordHash, is_email_verified: input.is_email_verified ?? false }, now);
+          const created = await insertUser(tx, { id, username, email, phone, password_hash: passwordHash, is_email_verified: input.is_email_verified ?? false }, now);
+          await recordEvent(tx, { type: 'user.created', data: { user: toUser(created) } }, now);
           await recordAdminAudit(tx, actor, { action: 'user.create', userId: id, details: { username, has_password: passwordHash !== null } }, now);
           return view(tx, id, now);
         });
@@ -183,9 +186,10 @@ export function createAdminUsersService(deps: AdminUsersDeps): AdminUsersService
         if (next.email === null && next.phone === null) throw invalid('email or phone is required: a user keeps at least one of them.');
         if (next.is_email_verified && next.email === null) throw invalid('is_email_verified needs an email.');
         if (next.is_phone_verified && next.phone === null) throw invalid('is_phone_verified needs a phone.');
-        const changed = (Object.keys(next) as (keyof UserIdentityFields)[]).filter((member) => next[member] !== current[member]);
+        const changed = changedMembers(toUser(current), toUser({ id: current.id, ...next }));
         if (changed.length > 0) {
           await updateUserIdentity(tx, userId, next, now);
+          await recordEvent(tx, { type: 'user.updated', data: { user: toUser({ id: current.id, ...next }), changed } }, now);
           await recordAdminAudit(tx, actor, { action: 'user.update', userId, details: { changed } }, now);
         }
         return view(tx, userId, now);
@@ -208,8 +212,10 @@ export function createAdminUsersService(deps: AdminUsersDeps): AdminUsersService
       const { user, revoked } = await db.transaction(async (tx) => {
         const banned = await banUser(tx, userId, { until, reason }, now);
         if (banned === undefined) throw new AppError('admin.user_not_found');
-        const details = { until: until === null ? null : until.toISOString(), reason, sessions_revoked: banned.sessionsRevoked };
-        await recordAdminAudit(tx, actor, { action: 'user.ban', userId, details }, now);
+        const bannedUntil = until === null ? null : until.toISOString();
+        // A ban that replaces the one in force is a user.banned event too (docs/api.md#event-types).
+        await recordEvent(tx, { type: 'user.banned', data: { user_id: userId, banned_until: bannedUntil, reason } }, now);
+        await recordAdminAudit(tx, actor, { action: 'user.ban', userId, details: { until: bannedUntil, reason, sessions_revoked: banned.sessionsRevoked } }, now);
         return { user: await view(tx, userId, now), revoked: banned.sessionsRevoked };
       });
       metrics.sessionsRevoked('banned', revoked);
@@ -222,7 +228,10 @@ export function createAdminUsersService(deps: AdminUsersDeps): AdminUsersService
       return db.transaction(async (tx) => {
         const unbanned = await unbanUser(tx, userId, now);
         if (unbanned === undefined) throw new AppError('admin.user_not_found');
-        if (unbanned.lifted) await recordAdminAudit(tx, actor, { action: 'user.unban', userId, details: {} }, now);
+        if (unbanned.lifted) {
+          await recordEvent(tx, { type: 'user.unbanned', data: { user_id: userId } }, now);
+          await recordAdminAudit(tx, actor, { action: 'user.unban', userId, details: {} }, now);
+        }
         return view(tx, userId, now);
       });
     },
@@ -247,6 +256,7 @@ export function createAdminUsersService(deps: AdminUsersDeps): AdminUsersService
         // No second factor on (none, or one set up and never turned on): nothing to remove.
         if (totp?.enabled_at == null) return { removed: false, noticed: false };
         await deleteTotp(tx, userId);
+        await recordEvent(tx, { type: 'mfa.disabled', data: { user_id: userId } }, now);
         const address = noticeAddress(user);
         if (address !== null) await queueSecurityNotice(tx, { kind: 'mfa_disabled', recipient: address, username: user.username, at: now, client: OPERATOR_CLIENT });
         await recordAdminAudit(tx, actor, { action: 'user.mfa_reset', userId, details: {} }, now);

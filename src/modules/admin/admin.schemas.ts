@@ -92,8 +92,7 @@ export function toAdminUser(row: AdminUserRow, now: Date): AdminUser {
     has_password: row.has_password,
     mfa_enabled: row.mfa_enabled,
     passkeys: row.passkeys,
-    // No identity-provider sign-in exists yet: no user has a linked identity.
-    identities: [],
+    identities: row.identities,
     banned,
     banned_until: banned && row.banned_until !== null ? row.banned_until.toISOString() : null,
     ban_reason: banned ? row.ban_reason : null,

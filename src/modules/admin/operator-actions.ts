@@ -25,7 +25,7 @@ export const OPERATOR_CLIENT: NoticeClient = Object.freeze({ ip: null, userAgent
  */
 export async function deleteUserAccount(db: Db, actor: AuditActor, userId: string, now: Date): Promise<{ user: DeletedUser; noticeQueued: boolean } | undefined> {
   return db.transaction(async (tx) => {
-    const erased = await eraseAccountIn(tx, { userId, now, client: OPERATOR_CLIENT });
+    const erased = await eraseAccountIn(tx, { userId, now, client: OPERATOR_CLIENT, cause: 'operator' });
     if (erased !== undefined) await recordAdminAudit(tx, actor, { action: 'user.delete', userId, details: { username: erased.user.username } }, now);
     return erased;
   });

@@ -27,7 +27,14 @@ export type SecurityEventName =
   | 'email_change.requested'
   | 'email_change.rate_limited'
   | 'email.changed'
-  | 'session.revoked';
+  | 'session.revoked'
+  | 'oauth.rate_limited'
+  | 'oauth.invalid_state'
+  | 'oauth.failed'
+  | 'oauth.signed_up'
+  | 'identity.linked'
+  | 'identity.unlinked'
+  | 'password.set';
 
 /** What an event may carry: ids and the client IP, never a secret (no password, token or code). */
 export interface SecurityEventFields {
@@ -38,10 +45,12 @@ export interface SecurityEventFields {
   readonly reason?: string | undefined;
   /** How many sessions an event affected (revoke-all, password change). */
   readonly count?: number | undefined;
+  /** The identity provider's configured id (identity-provider events). */
+  readonly provider?: string | undefined;
 }
 
 /** Events that call for attention are logged at `warn`, the rest at `info`. */
-const WARN_EVENTS: ReadonlySet<SecurityEventName> = new Set(['sign_in.locked', 'password.check_locked', 'mfa.codes_failing_notice', 'sign_up.rate_limited', 'verify_email.rate_limited', 'refresh_token.reused', 'passkey.sign_in_failed']);
+const WARN_EVENTS: ReadonlySet<SecurityEventName> = new Set(['sign_in.locked', 'password.check_locked', 'mfa.codes_failing_notice', 'sign_up.rate_limited', 'verify_email.rate_limited', 'refresh_token.reused', 'passkey.sign_in_failed', 'oauth.rate_limited']);
 
 /**
  * Writes one security event as `{ event, securityEvent: true, userId, sessionId, ip, reason }`

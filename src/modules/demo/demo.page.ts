@@ -111,6 +111,7 @@ served only when <code>DEMO_PAGE=true</code>. The cards that need a session appe
       <button id="signin-submit" type="submit">Sign in</button>
     </form>
     <button id="signin-passkey" class="secondary" type="button">Sign in with a passkey</button>
+    <div class="button-row" id="provider-buttons"></div>
     <form id="signin-mfa-form">
       <label for="signin-mfa-code">Code from the authenticator app, or a recovery code (when asked)</label><input id="signin-mfa-code" autocomplete="one-time-code" required>
       <button id="signin-mfa-submit" type="submit">Complete the sign-in</button>
@@ -198,6 +199,24 @@ served only when <code>DEMO_PAGE=true</code>. The cards that need a session appe
       <p id="passkeys-empty" class="info" hidden>No passkey yet.</p>
     </div>
   </section>
+  <section class="wide needs-session" id="identities-card" hidden>
+    <h2>9. Sign-in providers</h2>
+    <div class="button-row" id="provider-links">
+      <button id="identities" class="secondary" type="button">List linked providers</button>
+    </div>
+    <div class="sessions-box">
+      <table id="identities-table" hidden>
+        <colgroup><col class="c-name"><col class="c-created"><col class="c-created"><col class="c-actions"></colgroup>
+        <thead><tr><th>provider</th><th>linked</th><th>last sign-in</th><th></th></tr></thead>
+        <tbody id="identities-list"></tbody>
+      </table>
+      <p id="identities-empty" class="info" hidden>No provider linked.</p>
+    </div>
+    <form id="set-password-form">
+      <label for="set-password">First password (an account made by a provider has none)</label><input id="set-password" type="password" autocomplete="new-password" required>
+      <button id="set-password-submit" type="submit">Set a password</button>
+    </form>
+  </section>
 </div>
 <h2>Requests</h2>
 <ol id="log" reversed></ol>
@@ -247,6 +266,9 @@ ${LATCHKEY_CLIENT_SCRIPT}
     $('passkeys-table').hidden = true;
     $('passkeys-empty').hidden = true;
     $('passkeys-list').replaceChildren();
+    $('identities-table').hidden = true;
+    $('identities-empty').hidden = true;
+    $('identities-list').replaceChildren();
   }
 
   /**
@@ -305,6 +327,9 @@ ${LATCHKEY_CLIENT_SCRIPT}
     if (path === '/refresh') return refreshOp;
     if (path.startsWith('/sessions/')) return 'revoke session';
     if (path.startsWith('/passkeys/') && !path.startsWith('/passkeys/registration')) return method === 'DELETE' ? 'delete passkey' : 'rename passkey';
+    if (path.startsWith('/identities/')) return 'unlink provider';
+    if (path.startsWith('/oauth/') && path.endsWith('/link')) return 'link provider';
+    if (path === '/oauth/providers') return 'providers';
     const names = { '/sign-in/mfa': 'sign-in mfa', '/verify-email/resend': 'resend', '/password-reset/confirm': 'password-reset confirm', '/change-email/confirm': 'change-email confirm', '/sessions': 'sessions' };
     return names[path] ?? path.slice(1);
   }
@@ -672,6 +697,89 @@ ${LATCHKEY_CLIENT_SCRIPT}
 
   onClick('logout', () => act('Log out', () => client.logout(), 'Logged out: the session was revoked and the refresh cookie cleared.'));
 
+  /** This page: where a provider's flow returns (it must be under OAUTH_REDIRECT_URLS). */
+  const DEMO_PAGE = location.origin + location.pathname;
+  /** What the page says when a provider's flow came back with \`error\` (docs/errors.md lists every code). */
+  const PROVIDER_ERRORS = {
+    'auth.oauth.account_exists': 'An account with this email address exists: sign in with it, then link the provider under "Sign-in providers".',
+    'auth.oauth.email_not_verified': 'The provider gave no verified email address.',
+    'auth.oauth.identity_taken': 'This account at the provider is linked to another user.',
+    'auth.oauth.provider_error': 'The provider refused (or the sign-in was cancelled there).',
+  };
+
+  /** A button per configured provider: sign in with it, and (signed in) link it. */
+  async function showProviders() {
+    let providers = [];
+    try {
+      providers = (await client.providers()).providers;
+    } catch {
+      return;
+    }
+    for (const p of providers) {
+      const signIn = Object.assign(document.createElement('button'), { type: 'button', className: 'secondary provider-sign-in', textContent: 'Sign in with ' + p.name });
+      signIn.dataset.provider = p.id;
+      signIn.addEventListener('click', () => client.signInWithProvider(p.id, { redirectTo: DEMO_PAGE }));
+      $('provider-buttons').append(signIn);
+      const link = Object.assign(document.createElement('button'), { type: 'button', className: 'secondary provider-link', textContent: 'Link ' + p.name });
+      link.dataset.provider = p.id;
+      link.addEventListener('click', () => void fromUser(link, () => act('Linking ' + p.name, () => client.linkProvider(p.id, { redirectTo: DEMO_PAGE }), 'On the way to ' + p.name + '.')));
+      $('provider-links').append(link);
+    }
+  }
+
+  /** The linked providers table: per identity the provider and its email, when it was linked and last signed in, and Unlink. */
+  function showIdentities(identities) {
+    const rows = $('identities-list');
+    rows.replaceChildren();
+    for (const i of identities) {
+      const tr = document.createElement('tr');
+      tr.dataset.identityId = i.id;
+      const name = cell('provider');
+      name.textContent = i.provider + (i.email === null ? '' : ' (' + i.email + ')');
+      const created = cell('linked');
+      created.textContent = i.created_at.replace('T', ' ');
+      const used = cell('last sign-in', 'last-used');
+      used.textContent = i.last_sign_in_at === null ? 'never' : i.last_sign_in_at.replace('T', ' ');
+      const action = cell('');
+      const button = Object.assign(document.createElement('button'), { type: 'button', className: 'secondary unlink', textContent: 'Unlink' });
+      button.dataset.identityId = i.id;
+      button.setAttribute('aria-label', 'Unlink ' + i.provider);
+      button.addEventListener('click', () => void fromUser(button, () => unlink(i.id)));
+      action.append(button);
+      tr.append(name, created, used, action);
+      rows.append(tr);
+    }
+    $('identities-table').hidden = identities.length === 0;
+    $('identities-empty').hidden = identities.length !== 0;
+  }
+
+  async function unlink(id) {
+    const listed = await act('Unlinking the provider', async () => {
+      await client.unlinkIdentity(id);
+      return client.identities();
+    }, 'Provider unlinked: it no longer signs in to this account.');
+    if (listed) showIdentities(listed.identities);
+  }
+
+  onClick('identities', async () => {
+    const body = await act('Listing the linked providers', () => client.identities(), (r) => r.identities.length + ' linked provider' + (r.identities.length === 1 ? '' : 's') + '.');
+    if (body !== undefined) showIdentities(body.identities);
+  });
+
+  onSubmit('set-password-form', async () => {
+    const password = $('set-password').value;
+    $('set-password').value = '';
+    await act('Setting a password', () => client.setPassword({ new_password: password }), 'Password set: it signs in too from now on.');
+  });
+
+  /** Back from a provider: the error its flow came back with, if any (removed from the address). */
+  function showProviderReturn() {
+    const error = client.readProviderError();
+    if (error === null) return;
+    if (error === 'auth.mfa_required') notify('ok', 'The provider signed you in; enter the code from the authenticator app to complete the sign-in.', $('signin-mfa-form'));
+    else notify('fail', 'Sign-in with the provider failed: ' + (PROVIDER_ERRORS[error] ?? error) + ' (' + error + ')');
+  }
+
   /**
    * On load the client restores the session through the refresh cookie (the access token did not
    * survive the reload). A 401 only means there is none: the page says "Signed out." and nothing more.
@@ -698,6 +806,8 @@ ${LATCHKEY_CLIENT_SCRIPT}
     }
   }
   void restore();
+  void showProviders();
+  showProviderReturn();
 })();
 </script>
 </body>

@@ -29,7 +29,7 @@ export function emailChangeRoutes(deps: { emailChange: EmailChangeService; sessi
       },
       async (request, reply) => {
         const { new_email: newEmail, password } = request.body;
-        await emailChange.request(callerOf(request).user, { newEmail: normalizeEmail(newEmail), password }, clientContextOf(request));
+        await emailChange.request(callerOf(request), { newEmail: normalizeEmail(newEmail), password }, clientContextOf(request));
         return reply.code(204).send(null);
       },
     );

@@ -5,9 +5,9 @@ import { EXAMPLE_CODE, OneTimeCodeSchema } from '../password-reset/password-rese
 /** The new address of the examples. */
 const EXAMPLE_NEW_EMAIL = 'alice@example.org';
 
-/** ChangeEmailRequest (docs/api.md#change-email): the new address and the account's password. */
+/** ChangeEmailRequest (docs/api.md#change-email): the new address and the account's password (left out by a user who has none). */
 export const ChangeEmailRequestSchema = Type.Object(
-  { new_email: EmailAddressSchema, password: Type.String() },
+  { new_email: EmailAddressSchema, password: Type.Optional(Type.String()) },
   { title: 'ChangeEmailRequest', additionalProperties: false, examples: [{ new_email: EXAMPLE_NEW_EMAIL, password: EXAMPLE_USER.password }] },
 );
 

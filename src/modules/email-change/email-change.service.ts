@@ -1,7 +1,8 @@
 import type { FastifyBaseLogger } from 'fastify';
 import type { Clock } from '../../clock.js';
 import type { Db } from '../../db/db.js';
-import type { CurrentPasswordCheck } from '../users/current-password.js';
+import { missingPassword, type CurrentPasswordCheck } from '../users/current-password.js';
+import type { Authenticated } from '../sessions/sessions.service.js';
 import { AppError, type ErrorCode } from '../../errors.js';
 import type { AuthMetrics } from '../../metrics.js';
 import { securityEvent } from '../audit/security-events.js';
@@ -12,6 +13,8 @@ import type { RateLimitRules } from '../rate-limits/rate-limits.rules.js';
 import type { RateLimiter } from '../rate-limits/rate-limits.service.js';
 import { findUserByEmail, lockUserRow, replaceEmail, type UserRow } from '../users/users.repo.js';
 import { noticeAddress } from '../users/users.service.js';
+import { changedMembers, toUser } from '../users/users.schemas.js';
+import { recordEvent } from '../events/events.repo.js';
 
 /** Dependencies of {@link createEmailChangeService}. */
 export interface EmailChangeDeps {
@@ -51,14 +54,14 @@ export interface EmailChangeService {
    *   (401, also when the password or the address changed meanwhile), `auth.change_email.email_taken`
    *   (409), `auth.change_email.rate_limited` (429, body code `auth.change_email.too_many_attempts`, Retry-After).
    */
-  request(user: UserRow, input: { newEmail: string; password: string }, client: NoticeClient): Promise<void>;
+  request(caller: Authenticated, input: { newEmail: string; password: string | undefined }, client: NoticeClient): Promise<void>;
   /**
    * Confirms the change with the code sent to the new address. The user row is locked, then the
    * user's latest live email-change code (a wrong code counts one of its 5 tries and commits it).
    * The right code is consumed and, in the same transaction, the address replaced and marked
    * verified; the user's other email-change codes, and its verification and reset codes (they
    * were sent to the old address), end; an `email_changed` notice goes to the old address if it
-   * was verified. Sessions are kept. Of two parallel confirmations one wins (the other gets
+   * was verified, and the `user.updated` event recorded (docs/api.md#event-types). Sessions are kept. Of two parallel confirmations one wins (the other gets
    * `code_expired`); of two users confirming one address, one wins and the other gets 409, its
    * code still live. Failed confirmations count against the client network
    * (RATE_LIMIT_CHANGE_EMAIL_CONFIRM_PER_IP per 15 minutes), a success takes its count back.
@@ -86,14 +89,23 @@ export function createEmailChangeService(deps: EmailChangeDeps): EmailChangeServ
   };
 
   return {
-    async request(user, input, client) {
+    async request(caller, input, client) {
+      const { user } = caller;
       const { newEmail } = input;
       if (newEmail === user.email) {
         throw new AppError('auth.change_email.validation_failed', { message: 'new_email is already the email address of the account.' });
       }
+      // A missing password is the request's 400, before anything counts.
+      const missing = missingPassword(user, input.password, 'auth.change_email.validation_failed');
+      if (missing !== undefined) throw missing;
       const verdict = await limiter.hit(rules.changeEmailPerUser, user.id);
       if (!verdict.allowed) throw rateLimited(verdict.retryAfterSeconds, client.ip, 'request');
-      await currentPassword.verify(user, input.password, { purpose: 'change_email', ip: client.ip, tooMany: 'auth.change_email.rate_limited' });
+      await currentPassword.verify(caller, input.password, {
+        purpose: 'change_email',
+        ip: client.ip,
+        tooMany: 'auth.change_email.rate_limited',
+        validationError: 'auth.change_email.validation_failed',
+      });
       if ((await findUserByEmail(db, newEmail)) !== undefined) throw new AppError('auth.change_email.email_taken');
       const now = clock.now();
       const notice = noticeAddress(user);
@@ -126,6 +138,7 @@ export function createEmailChangeService(deps: EmailChangeDeps): EmailChangeServ
         // Throws 409 on a unique violation, which rolls back the consumption: the code stays live.
         const after = await replaceEmail(tx, user.id, checked.email, now);
         if (after === undefined) return { failure: CHECK_FAILURE.none };
+        await recordEvent(tx, { type: 'user.updated', data: { user: toUser(after), changed: changedMembers(toUser(before), toUser(after)) } }, now);
         await codes.revokeAll(tx, 'email_change', { id: user.id, email: null });
         if (before.email !== null) {
           // Codes sent to the old address must not act on the account any more.

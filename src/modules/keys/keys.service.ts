@@ -10,9 +10,15 @@ export const MIN_RSA_BITS = 2048;
 export const GENERATED_KEY_FILE = 'jwt-signing-key.pem';
 /** File name of the generated second-factor key inside DATA_DIR (when MFA_KEY_FILE is unset). */
 export const GENERATED_MFA_KEY_FILE = 'mfa-key';
+/** File name of the generated webhook key inside DATA_DIR (when WEBHOOK_KEY_FILE is unset). */
+export const GENERATED_WEBHOOK_KEY_FILE = 'webhook-key';
 /** HKDF `info` strings of the keys derived from the second-factor key. */
 const TOTP_SECRET_INFO = 'latchkey/totp-secret-aes-256-gcm/v1';
 const RECOVERY_CODE_INFO = 'latchkey/recovery-code-hmac/v1';
+/** HKDF `info` string of the key that encrypts webhook signing secrets, derived from the webhook key. */
+const WEBHOOK_SECRET_INFO = 'latchkey/webhook-secret-aes-256-gcm/v1';
+/** Bytes of a generated HKDF source (MFA_KEY_FILE, WEBHOOK_KEY_FILE unset): 256 bits. */
+const GENERATED_SOURCE_BYTES = 32;
 /** HKDF `info` strings of the HMAC keys derived from the signing key (one key per purpose). */
 // HKDF `info` labels keep the project's first name: changing them would change every derived
 // key, invalidating outstanding verification codes and restarting every rate-limit window.
@@ -32,8 +38,9 @@ function readCodeHmacKeyFile(file: string): Buffer {
 }
 
 /**
- * Why `file` cannot serve as CODE_HMAC_KEY_FILE or MFA_KEY_FILE (an HKDF source of secret
- * keys), or undefined when it can: readable, at least {@link MIN_CODE_HMAC_KEY_BYTES} bytes.
+ * Why `file` cannot serve as CODE_HMAC_KEY_FILE, MFA_KEY_FILE or WEBHOOK_KEY_FILE (an HKDF
+ * source of secret keys), or undefined when it can: readable, at least
+ * {@link MIN_CODE_HMAC_KEY_BYTES} bytes.
  */
 export function codeHmacKeyFileProblem(file: string): string | undefined {
   let bytes: Buffer;
@@ -75,6 +82,8 @@ export interface KeyStore {
    * unreadable (docs/api.md#second-factor).
    */
   readonly mfa: { readonly totpSecretKey: Buffer; readonly recoveryCodeKey: Buffer };
+  /** The AES-256-GCM key of webhook signing secrets at rest ({@link loadWebhookSecretKey}). */
+  readonly webhookSecretKey: Buffer;
 }
 
 /** Where keys come from (README "Configuration"). */
@@ -88,6 +97,8 @@ export interface KeySources {
   readonly codeHmacKeyFile?: string | undefined;
   /** MFA_KEY_FILE: the HKDF source of the second factor's keys; undefined: generated once into `dataDir`. */
   readonly mfaKeyFile?: string | undefined;
+  /** WEBHOOK_KEY_FILE: the HKDF source of the key of webhook secrets; undefined: generated once into `dataDir`. */
+  readonly webhookKeyFile?: string | undefined;
   /** Told, at info level, of each key file generated into `dataDir` (its path, never its content). */
   readonly log?: Pick<FastifyBaseLogger, 'info'> | undefined;
 }
@@ -181,10 +192,38 @@ async function toVerificationKey(key: KeyObject): Promise<{ vk: VerificationKey;
  * the file (where, and which setting would have named one instead): a first start says what it
  * did. Never the key itself.
  */
-function generatedKey(sources: KeySources, key: { name: string; what: string; setting: string; generate?: () => string }): string {
+function generatedKey(sources: Pick<KeySources, 'dataDir' | 'log'>, key: { name: string; what: string; setting: string; generate?: () => string }): string {
   const { text, file, created } = loadOrCreateGeneratedKey(sources.dataDir, key.name, key.generate);
   if (created) sources.log?.info({ file }, `generated a ${key.what} into ${file} (${key.setting} is unset)`);
   return text;
+}
+
+/**
+ * The HKDF source of a family of secret keys that must survive a change of signing key: the bytes
+ * of `key.file` when the setting names one, else 32 random bytes (base64url) generated once into
+ * `sources.dataDir` as `key.name`. Every instance on one database needs the same source.
+ */
+function keySource(sources: Pick<KeySources, 'dataDir' | 'log'>, key: { file: string | undefined; name: string; what: string; setting: string }): Buffer {
+  if (key.file !== undefined) return readCodeHmacKeyFile(key.file);
+  return Buffer.from(generatedKey(sources, { ...key, generate: () => `${randomBytes(GENERATED_SOURCE_BYTES).toString('base64url')}\n` }), 'utf8');
+}
+
+/** HKDF-SHA-256 (RFC 5869) of {@link DERIVED_KEY_BYTES} bytes from `source` with `info`, empty salt. */
+function deriveKey(source: Buffer, info: string): Buffer {
+  return Buffer.from(hkdfSync('sha256', source, Buffer.alloc(0), info, DERIVED_KEY_BYTES));
+}
+
+/**
+ * The AES-256-GCM key of webhook signing secrets at rest (docs/security.md, "Webhooks"): derived
+ * with HKDF-SHA-256 from WEBHOOK_KEY_FILE, else from a random key generated once into DATA_DIR
+ * (`webhook-key`), as the second factor's key is; never from the signing key, whose rotation
+ * must not make every endpoint's secret unreadable. The CLI (`latchkey webhooks`) loads it
+ * alone, without the signing key.
+ * @throws the file's read error.
+ */
+export function loadWebhookSecretKey(sources: Pick<KeySources, 'dataDir' | 'webhookKeyFile' | 'log'>): Buffer {
+  const source = keySource(sources, { file: sources.webhookKeyFile, name: GENERATED_WEBHOOK_KEY_FILE, what: 'webhook key', setting: 'WEBHOOK_KEY_FILE' });
+  return deriveKey(source, WEBHOOK_SECRET_INFO);
 }
 
 /**
@@ -210,12 +249,8 @@ export async function loadKeyStore(sources: KeySources): Promise<KeyStore> {
     jwks.push(retired.jwk);
   }
   const der = privateKey.export({ type: 'pkcs8', format: 'der' });
-  // 32 random bytes, base64url, when no MFA_KEY_FILE is given (the file's bytes are the HKDF source).
-  const mfaKeySource =
-    sources.mfaKeyFile === undefined
-      ? Buffer.from(generatedKey(sources, { name: GENERATED_MFA_KEY_FILE, what: 'second-factor key', setting: 'MFA_KEY_FILE', generate: () => `${randomBytes(32).toString('base64url')}\n` }), 'utf8')
-      : readCodeHmacKeyFile(sources.mfaKeyFile);
-  const derive = (info: string, source: Buffer = der): Buffer => Buffer.from(hkdfSync('sha256', source, Buffer.alloc(0), info, DERIVED_KEY_BYTES));
+  const mfaKeySource = keySource(sources, { file: sources.mfaKeyFile, name: GENERATED_MFA_KEY_FILE, what: 'second-factor key', setting: 'MFA_KEY_FILE' });
+  const derive = (info: string, source: Buffer = der): Buffer => deriveKey(source, info);
   return {
     signing: { kid: active.vk.kid, privateKey },
     verification,
@@ -224,5 +259,6 @@ export async function loadKeyStore(sources: KeySources): Promise<KeyStore> {
     rateLimitHmacKey: derive(RATE_LIMIT_HMAC_INFO),
     adminCursorHmacKey: derive(ADMIN_CURSOR_HMAC_INFO),
     mfa: { totpSecretKey: derive(TOTP_SECRET_INFO, mfaKeySource), recoveryCodeKey: derive(RECOVERY_CODE_INFO, mfaKeySource) },
+    webhookSecretKey: loadWebhookSecretKey(sources),
   };
 }

@@ -38,7 +38,10 @@ export type SecurityNoticeKind =
   | 'recovery_codes_regenerated'
   | 'passkey_added'
   | 'passkey_removed'
-  | 'mfa_codes_failing';
+  | 'mfa_codes_failing'
+  | 'identity_linked'
+  | 'identity_unlinked'
+  | 'password_set';
 
 /** What a notice says happened, and what the owner should do if it was not them. */
 const NOTICE_TEXT: Record<SecurityNoticeKind, { subject: string; happened: string; ifNotYou: string }> = {
@@ -91,6 +94,21 @@ const NOTICE_TEXT: Record<SecurityNoticeKind, { subject: string; happened: strin
     subject: 'Someone is trying codes to sign in to your account',
     happened: 'Someone who knows your password has typed several wrong codes from an authenticator app, or wrong recovery codes, for your account within the last hour. Two-step sign-in stopped them; after a few more tries they must wait an hour.',
     ifNotYou: 'If this was not you, someone else knows your password: change it at once (the sessions of the account are then signed out), and change it wherever else you use it.',
+  },
+  identity_linked: {
+    subject: 'A sign-in provider was linked to your account',
+    happened: 'An account at an identity provider was linked to your account. It signs in without the password.',
+    ifNotYou: 'If you did not do this, someone else controls your account: sign in, unlink this provider under Sign-in providers, reset your password, and contact support.',
+  },
+  identity_unlinked: {
+    subject: 'A sign-in provider was unlinked from your account',
+    happened: 'An account at an identity provider was unlinked from your account; it no longer signs in.',
+    ifNotYou: 'If you did not do this, someone else controls your account: reset your password, check the ways in the account still has, and contact support.',
+  },
+  password_set: {
+    subject: 'A password was set for your account',
+    happened: 'Your account, which had no password, now has one. It signs in with the password as well as before.',
+    ifNotYou: 'If you did not do this, someone else controls your account: reset your password at once and contact support.',
   },
   passkey_removed: {
     subject: 'A passkey was removed from your account',

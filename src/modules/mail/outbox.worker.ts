@@ -3,6 +3,7 @@ import type { FastifyBaseLogger } from 'fastify';
 import type { Clock } from '../../clock.js';
 import type { Db, Queryable } from '../../db/db.js';
 import { createAuthMetrics, type AuthMetrics } from '../../metrics.js';
+import { oneAtATime } from '../../one-at-a-time.js';
 import { passwordResetEmail, emailChangeEmail, passwordResetLink, securityNoticeEmail, verificationEmail } from './mail.templates.js';
 import { MailSendError, type MailTransport } from './mail.transport.js';
 import { cancelExpiredEmails, claimDueEmails, markCancelled, markFailed, markSent, markSuppressed, releaseLeases, type ClaimedEmail } from './outbox.repo.js';
@@ -113,7 +114,6 @@ export function createOutboxWorker(deps: OutboxWorkerDeps): OutboxWorker {
   const metrics = deps.metrics ?? createAuthMetrics();
   const owner = `worker-${randomUUID()}`;
   let timer: NodeJS.Timeout | undefined;
-  let running: Promise<number> | undefined;
   let again = false;
   let stopped = true;
 
@@ -192,15 +192,8 @@ export function createOutboxWorker(deps: OutboxWorkerDeps): OutboxWorker {
     return rows.length;
   };
 
-  const runOnce = async (): Promise<number> => {
-    while (running !== undefined) await running.catch(() => 0);
-    running = round();
-    try {
-      return await running;
-    } finally {
-      running = undefined;
-    }
-  };
+  const rounds = oneAtATime(round);
+  const runOnce = rounds.run;
 
   const schedule = (delayMs: number): void => {
     if (stopped) return;
@@ -229,7 +222,7 @@ export function createOutboxWorker(deps: OutboxWorkerDeps): OutboxWorker {
     },
     nudge() {
       if (stopped) return;
-      if (running !== undefined) again = true;
+      if (rounds.inFlight() !== undefined) again = true;
       else schedule(0);
     },
     runOnce,
@@ -238,9 +231,9 @@ export function createOutboxWorker(deps: OutboxWorkerDeps): OutboxWorker {
       clearTimeout(timer);
       timer = undefined;
       const deadline = Date.now() + STOP_WAIT_MS;
-      while (running !== undefined && Date.now() < deadline) {
+      for (let inFlight = rounds.inFlight(); inFlight !== undefined && Date.now() < deadline; inFlight = rounds.inFlight()) {
         let waited: NodeJS.Timeout | undefined;
-        await Promise.race([running.catch(() => 0), new Promise((resolve) => (waited = setTimeout(resolve, deadline - Date.now())))]);
+        await Promise.race([inFlight, new Promise((resolve) => (waited = setTimeout(resolve, deadline - Date.now())))]);
         clearTimeout(waited);
       }
       await releaseLeases(db, owner).catch(() => {});

@@ -3,7 +3,7 @@ import type { Queryable } from '../../db/db.js';
 /** A user's TOTP authenticator as stored (migration 008). */
 export interface TotpRow {
   user_id: string;
-  /** AES-256-GCM ciphertext of the base32 secret (totp-secret.ts). */
+  /** AES-256-GCM ciphertext of the base32 secret (src/crypto/sealed-secret.ts). */
   secret: string;
   /** null: set up, not turned on. */
   enabled_at: Date | null;
@@ -13,8 +13,10 @@ export interface TotpRow {
 export interface ChallengeRow {
   id: string;
   user_id: string;
-  /** The `password_version` whose hash the password step checked. */
+  /** The `password_version` whose hash the password step checked (or that the user had at a provider's sign-in). */
   password_version: number;
+  /** The `amr` of the first step (RFC 8176): `["pwd"]`, or `["oauth"]`; the session adds `otp`. */
+  amr: string[];
   attempts: number;
   expires_at: Date;
   consumed_at: Date | null;
@@ -92,22 +94,22 @@ export async function useRecoveryCode(q: Queryable, c: { userId: string; hash: s
   return rowCount === 1;
 }
 
-/** Stores a sign-in challenge by the SHA-256 of its cookie value. */
+/** Stores a sign-in challenge by the SHA-256 of its cookie value, with the `amr` of its first step. */
 export async function insertChallenge(
   q: Queryable,
-  c: { id: string; tokenHash: string; userId: string; passwordVersion: number; passwordHash: string; now: Date; expiresAt: Date },
+  c: { id: string; tokenHash: string; userId: string; passwordVersion: number; passwordHash: string | null; amr: readonly string[]; now: Date; expiresAt: Date },
 ): Promise<void> {
   // The hash is still stored for an instance of the previous version (migration 011), which compares it.
   await q.query(
-    `INSERT INTO mfa_challenges (id, token_hash, user_id, password_version, password_hash, created_at, expires_at) VALUES ($1, $2, $3, $4, $5, $6, $7)`,
-    [c.id, c.tokenHash, c.userId, c.passwordVersion, c.passwordHash, c.now, c.expiresAt],
+    `INSERT INTO mfa_challenges (id, token_hash, user_id, password_version, password_hash, amr, created_at, expires_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
+    [c.id, c.tokenHash, c.userId, c.passwordVersion, c.passwordHash, [...c.amr], c.now, c.expiresAt],
   );
 }
 
 /** The challenge with this cookie hash, locked `FOR UPDATE` (its tries serialise); undefined when there is none. */
 export async function lockChallenge(q: Queryable, tokenHash: string): Promise<ChallengeRow | undefined> {
   const { rows } = await q.query<ChallengeRow>(
-    'SELECT id, user_id, password_version, attempts, expires_at, consumed_at FROM mfa_challenges WHERE token_hash = $1 FOR UPDATE',
+    'SELECT id, user_id, password_version, amr, attempts, expires_at, consumed_at FROM mfa_challenges WHERE token_hash = $1 FOR UPDATE',
     [tokenHash],
   );
   return rows[0];

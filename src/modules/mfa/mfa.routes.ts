@@ -64,7 +64,7 @@ export function mfaRoutes(deps: { mfa: MfaService; sessions: SessionsService }):
         },
       },
       async (request) => {
-        const { secret, otpauthUri } = await mfa.setup(callerOf(request).user, request.body, clientContextOf(request));
+        const { secret, otpauthUri } = await mfa.setup(callerOf(request), request.body, clientContextOf(request));
         return { secret, otpauth_uri: otpauthUri };
       },
     );
@@ -101,7 +101,7 @@ export function mfaRoutes(deps: { mfa: MfaService; sessions: SessionsService }):
         },
       },
       async (request, reply) => {
-        await mfa.disable(callerOf(request).user, request.body, clientContextOf(request));
+        await mfa.disable(callerOf(request), request.body, clientContextOf(request));
         return reply.code(204).send(null);
       },
     );
@@ -120,7 +120,7 @@ export function mfaRoutes(deps: { mfa: MfaService; sessions: SessionsService }):
           response: { 200: RecoveryCodesResponseSchema, ...errorResponses(400, 401, 413, 429) },
         },
       },
-      async (request) => ({ recovery_codes: await mfa.regenerateRecoveryCodes(callerOf(request).user, request.body, clientContextOf(request)) }),
+      async (request) => ({ recovery_codes: await mfa.regenerateRecoveryCodes(callerOf(request), request.body, clientContextOf(request)) }),
     );
   };
 }

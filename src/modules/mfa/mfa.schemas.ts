@@ -19,8 +19,8 @@ const AnyCode = withRule(
 );
 const RecoveryCode = withRule(Type.String({ minLength: 1, maxLength: 32, examples: [EXAMPLE_RECOVERY_CODES[0]] }), 'must be one of the recovery codes');
 
-/** MfaSetupRequest (docs/api.md#set-up-totp). */
-export const MfaSetupRequestSchema = Type.Object({ password: Type.String() }, { title: 'MfaSetupRequest', additionalProperties: false, examples: [{ password: EXAMPLE_USER.password }] });
+/** MfaSetupRequest (docs/api.md#set-up-totp): the password, left out by a user who has none (a recent sign-in instead). */
+export const MfaSetupRequestSchema = Type.Object({ password: Type.Optional(Type.String()) }, { title: 'MfaSetupRequest', additionalProperties: false, examples: [{ password: EXAMPLE_USER.password }] });
 
 /** MfaSetupResponse: the secret and its otpauth URI, shown once. */
 export const MfaSetupResponseSchema = Type.Object(
@@ -41,9 +41,9 @@ export const RecoveryCodesResponseSchema = Type.Object(
   { title: 'RecoveryCodesResponse', additionalProperties: false, examples: [{ recovery_codes: EXAMPLE_RECOVERY_CODES }] },
 );
 
-/** MfaPasswordAndCodeRequest (disable, regeneration): the password and a TOTP or recovery code. */
+/** MfaPasswordAndCodeRequest (disable, regeneration): the password (left out by a user who has none) and a TOTP or recovery code. */
 export const MfaPasswordAndCodeRequestSchema = Type.Object(
-  { password: Type.String(), code: AnyCode },
+  { password: Type.Optional(Type.String()), code: AnyCode },
   { title: 'MfaPasswordAndCodeRequest', additionalProperties: false, examples: [{ password: EXAMPLE_USER.password, code: EXAMPLE_TOTP }] },
 );
 

@@ -9,7 +9,7 @@ import { queueSecurityNotice, type NoticeClient, type SecurityNoticeKind } from 
 import { UNKNOWN_CLIENT } from '../rate-limits/client-network.js';
 import { MFA_FAILURE_NOTICE_THRESHOLD, type RateLimitRules } from '../rate-limits/rate-limits.rules.js';
 import type { RateLimiter } from '../rate-limits/rate-limits.service.js';
-import type { ClientContext, IssuedTokens, SessionsService } from '../sessions/sessions.service.js';
+import type { Authenticated, ClientContext, IssuedTokens, SessionsService } from '../sessions/sessions.service.js';
 import { findUserById, type UserRow } from '../users/users.repo.js';
 import { noticeAddress } from '../users/users.service.js';
 import type { CurrentPasswordCheck } from '../users/current-password.js';
@@ -27,12 +27,13 @@ import {
   useRecoveryCode,
 } from './mfa.repo.js';
 import { matchTotp, newRecoveryCodes, newTotpSecret, otpauthUri, recoveryCodeHash } from './totp.js';
-import { openTotpSecret, sealTotpSecret } from './totp-secret.js';
+import { openSecret, sealSecret } from '../../crypto/sealed-secret.js';
+import { recordEvent } from '../events/events.repo.js';
 
 /** Wrong codes after which a sign-in challenge is dead (docs/api.md#sign-in-second-step). */
 export const MAX_CHALLENGE_ATTEMPTS = 5;
-/** The `amr` (RFC 8176) of a session signed in with a password and a one-time code (TOTP or recovery code). */
-export const PASSWORD_AND_OTP_AMR: readonly string[] = Object.freeze(['pwd', 'otp']);
+/** What the second step adds to the first step's `amr` (RFC 8176): a one-time code (TOTP or recovery code). */
+export const OTP_AMR = 'otp';
 
 /** Dependencies of {@link createMfaService}. */
 export interface MfaDeps {
@@ -68,10 +69,11 @@ export interface MfaService {
    * @throws AppError `auth.invalid_current_password` (401), `auth.mfa.already_enabled` (409),
    *   `auth.mfa.too_many_attempts` (429, Retry-After).
    */
-  setup(user: UserRow, input: { password: string }, client: NoticeClient): Promise<{ secret: string; otpauthUri: string }>;
+  setup(caller: Authenticated, input: { password?: string | undefined }, client: NoticeClient): Promise<{ secret: string; otpauthUri: string }>;
   /**
    * Turns TOTP on with a code of the secret from {@link setup}; stores 10 new recovery codes
-   * (hashed) and queues an `mfa_enabled` notice, in one transaction. The caller's session stays.
+   * (hashed), queues an `mfa_enabled` notice and records the `mfa.enabled` event
+   * (docs/api.md#event-types), in one transaction. The caller's session stays.
    * @returns the recovery codes, shown once.
    * @throws AppError `auth.mfa.validation_failed` (400: no setup), `auth.mfa.invalid_code` (401),
    *   `auth.mfa.already_enabled` (409), `auth.mfa.too_many_attempts` (429).
@@ -79,28 +81,28 @@ export interface MfaService {
   enable(user: UserRow, input: { code: string }, client: NoticeClient): Promise<string[]>;
   /**
    * Turns TOTP off with the password (CurrentPasswordCheck) and a code (TOTP or recovery code);
-   * deletes the secret and the recovery codes and queues an `mfa_disabled` notice, in one
-   * transaction. The code counts under the account's second-factor limit, as at sign-in: a
+   * deletes the secret and the recovery codes, queues an `mfa_disabled` notice and records the
+   * `mfa.disabled` event, in one transaction. The code counts under the account's second-factor limit, as at sign-in: a
    * wrong one is logged as `mfa.failed` and may send the `mfa_codes_failing` notice.
    * @throws AppError `auth.mfa.validation_failed` (400: not enabled), `auth.invalid_current_password`
    *   (401), `auth.mfa.invalid_code` (401), `auth.mfa.too_many_attempts` (429).
    */
-  disable(user: UserRow, input: { password: string; code: string }, client: NoticeClient): Promise<void>;
+  disable(caller: Authenticated, input: { password?: string | undefined; code: string }, client: NoticeClient): Promise<void>;
   /**
    * Replaces the recovery codes (the old set dies), with the password and a code (TOTP or
    * recovery code); queues a `recovery_codes_regenerated` notice.
    * @returns the new codes, shown once.
    * @throws as {@link disable}.
    */
-  regenerateRecoveryCodes(user: UserRow, input: { password: string; code: string }, client: NoticeClient): Promise<string[]>;
+  regenerateRecoveryCodes(caller: Authenticated, input: { password?: string | undefined; code: string }, client: NoticeClient): Promise<string[]>;
   /**
    * The second step of a sign-in: the challenge of the `mfa_challenge` cookie (locked; dead
    * after 5 wrong codes or 300 s) and a TOTP code (a time step accepted once, never again) or an
    * unused recovery code. Wrong codes count per challenge, per account and per client network;
    * the {@link MFA_FAILURE_NOTICE_THRESHOLD}th wrong code of an account within its hour window
    * queues an `mfa_codes_failing` notice to its owner, at most once a day.
-   * On success the challenge is used and a session is created with `amr` `["pwd","otp"]`,
-   * exactly as a password sign-in creates one.
+   * On success the challenge is used and a session is created with the first step's `amr` and
+   * `otp` (`["pwd","otp"]`, `["oauth","otp"]`), exactly as a password sign-in creates one.
    * @returns the user and the session's tokens.
    * @throws AppError `auth.mfa.missing_challenge`, `auth.mfa.challenge_expired`,
    *   `auth.mfa.invalid_code` (401), `auth.mfa.too_many_attempts` (429, Retry-After).
@@ -159,7 +161,7 @@ export function createMfaService(deps: MfaDeps): MfaService {
   ): Promise<'totp' | 'recovery_code' | undefined> => {
     const typed = 'code' in c.factor ? c.factor.code : c.factor.recoveryCode;
     if ('code' in c.factor && /^[0-9]{6}$/.test(typed)) {
-      const secret = openTotpSecret(keys.totpSecretKey, c.userId, c.sealedSecret);
+      const secret = openSecret(keys.totpSecretKey, c.userId, c.sealedSecret);
       if (secret === undefined) {
         log.error({ userId: c.userId }, 'a TOTP secret does not decrypt: MFA_KEY_FILE is not the key it was stored under');
         return undefined;
@@ -194,12 +196,13 @@ export function createMfaService(deps: MfaDeps): MfaService {
    * code's count back, a wrong code is logged and may notify the owner ({@link afterWrongCode}).
    */
   const withPasswordAndCode = async <T>(
-    user: UserRow,
-    input: { password: string; code: string },
+    caller: Authenticated,
+    input: { password?: string | undefined; code: string },
     c: { purpose: 'mfa_disable' | 'mfa_recovery_codes'; client: NoticeClient },
     change: (tx: Queryable) => Promise<T>,
   ): Promise<T> => {
-    await currentPassword.verify(user, input.password, { purpose: c.purpose, ip: c.client.ip, tooMany: 'auth.mfa.too_many_attempts' });
+    const { user } = caller;
+    await currentPassword.verify(caller, input.password, { purpose: c.purpose, ip: c.client.ip, tooMany: 'auth.mfa.too_many_attempts', validationError: 'auth.mfa.validation_failed' });
     const counted = await limiter.hitAll({ rule: rules.mfaSignInPerAccount, subjects: [user.id] });
     if (!counted.verdict.allowed) {
       securityEvent(log, 'mfa.rate_limited', { userId: user.id, ip: c.client.ip, reason: c.purpose });
@@ -227,10 +230,11 @@ export function createMfaService(deps: MfaDeps): MfaService {
   };
 
   return {
-    async setup(user, input, client) {
-      await currentPassword.verify(user, input.password, { purpose: 'mfa_setup', ip: client.ip, tooMany: 'auth.mfa.too_many_attempts' });
+    async setup(caller, input, client) {
+      const { user } = caller;
+      await currentPassword.verify(caller, input.password, { purpose: 'mfa_setup', ip: client.ip, tooMany: 'auth.mfa.too_many_attempts', validationError: 'auth.mfa.validation_failed' });
       const secret = newTotpSecret();
-      if (!(await storePendingTotp(db, { userId: user.id, secret: sealTotpSecret(keys.totpSecretKey, user.id, secret), now: clock.now() }))) {
+      if (!(await storePendingTotp(db, { userId: user.id, secret: sealSecret(keys.totpSecretKey, user.id, secret), now: clock.now() }))) {
         throw new AppError('auth.mfa.already_enabled');
       }
       return { secret, otpauthUri: otpauthUri({ issuer, account: user.email ?? user.username, secret }) };
@@ -246,6 +250,7 @@ export function createMfaService(deps: MfaDeps): MfaService {
           return { failure: 'invalid_code' };
         }
         await enableTotp(tx, user.id, clock.now());
+        await recordEvent(tx, { type: 'mfa.enabled', data: { user_id: user.id } }, clock.now());
         const codes = await storeNewRecoveryCodes(tx, user.id);
         return { codes, noticed: await notice(tx, user, 'mfa_enabled', client) };
       });
@@ -260,17 +265,20 @@ export function createMfaService(deps: MfaDeps): MfaService {
       return outcome.codes;
     },
 
-    async disable(user, input, client) {
-      const noticed = await withPasswordAndCode(user, input, { purpose: 'mfa_disable', client }, async (tx) => {
+    async disable(caller, input, client) {
+      const { user } = caller;
+      const noticed = await withPasswordAndCode(caller, input, { purpose: 'mfa_disable', client }, async (tx) => {
         await deleteTotp(tx, user.id);
+        await recordEvent(tx, { type: 'mfa.disabled', data: { user_id: user.id } }, clock.now());
         return notice(tx, user, 'mfa_disabled', client);
       });
       if (noticed) onEmailQueued();
       securityEvent(log, 'mfa.disabled', { userId: user.id, ip: client.ip });
     },
 
-    async regenerateRecoveryCodes(user, input, client) {
-      const { codes, noticed } = await withPasswordAndCode(user, input, { purpose: 'mfa_recovery_codes', client }, async (tx) => ({
+    async regenerateRecoveryCodes(caller, input, client) {
+      const { user } = caller;
+      const { codes, noticed } = await withPasswordAndCode(caller, input, { purpose: 'mfa_recovery_codes', client }, async (tx) => ({
         codes: await storeNewRecoveryCodes(tx, user.id),
         noticed: await notice(tx, user, 'recovery_codes_regenerated', client),
       }));
@@ -302,7 +310,7 @@ export function createMfaService(deps: MfaDeps): MfaService {
         throw tooMany(verdict.retryAfterSeconds);
       }
       const now = clock.now();
-      const outcome = await db.transaction(async (tx): Promise<'expired' | 'invalid_code' | { passwordVersion: number; used: 'totp' | 'recovery_code' }> => {
+      const outcome = await db.transaction(async (tx): Promise<'expired' | 'invalid_code' | { passwordVersion: number; amr: string[]; used: 'totp' | 'recovery_code' }> => {
         const row = await lockChallenge(tx, tokenHash);
         if (!isLive(row, now)) return 'expired';
         const totp = await findTotp(tx, row.user_id);
@@ -313,7 +321,7 @@ export function createMfaService(deps: MfaDeps): MfaService {
           return 'invalid_code';
         }
         await consumeChallenge(tx, row.id, now);
-        return { passwordVersion: row.password_version, used };
+        return { passwordVersion: row.password_version, amr: row.amr, used };
       });
       if (outcome === 'expired') throw expired();
       if (outcome === 'invalid_code') {
@@ -326,7 +334,7 @@ export function createMfaService(deps: MfaDeps): MfaService {
       await limiter.forgive(rules.mfaSignInPerAccount, seen.user_id);
       const user = await findUserById(db, seen.user_id);
       // The session is created only while the password the first step checked is still the user's.
-      const issued = user === undefined ? undefined : await sessions.startSession(user, { checkedPasswordVersion: outcome.passwordVersion, amr: PASSWORD_AND_OTP_AMR, client });
+      const issued = user === undefined ? undefined : await sessions.startSession(user, { checkedPasswordVersion: outcome.passwordVersion, amr: [...outcome.amr, OTP_AMR], client });
       if (user === undefined || issued === undefined) throw expired();
       metrics.mfaSignIn(outcome.used);
       return { ...issued, user };

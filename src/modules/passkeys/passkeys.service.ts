@@ -44,6 +44,7 @@ import {
   type PasskeyWithOwner,
 } from './passkeys.repo.js';
 import { passkeyNoticeLine } from './passkey-notices.js';
+import { recordEvent } from '../events/events.repo.js';
 import type { CreationOptions, RequestOptions } from './passkeys.schemas.js';
 
 /**
@@ -99,7 +100,8 @@ export interface PasskeysService {
   /**
    * Verifies a registration response against the user's challenge (used up whatever the
    * outcome), the configured origins and RP ID, with user verification, and stores the
-   * credential with a `passkey_added` notice, in one transaction under the user's row lock.
+   * credential with a `passkey_added` notice and the `passkey.added` event
+   * (docs/api.md#event-types), in one transaction under the user's row lock.
    * @returns the stored passkey.
    * @throws AppError `auth.passkeys.validation_failed` (400: no live challenge, does not verify,
    *   already registered), `auth.passkeys.limit_reached` (409).
@@ -113,7 +115,8 @@ export interface PasskeysService {
    */
   rename(user: UserRow, passkeyId: string, name: string | null): Promise<PasskeyRow>;
   /**
-   * Deletes one of the user's passkeys and queues a `passkey_removed` notice.
+   * Deletes one of the user's passkeys, queues a `passkey_removed` notice and records the
+   * `passkey.removed` event, in one transaction.
    * @throws AppError `auth.passkeys.not_found` (404, also for a malformed id), `auth.passkeys.forbidden` (403).
    */
   remove(user: UserRow, passkeyId: string, client: NoticeClient): Promise<void>;
@@ -285,6 +288,7 @@ export function createPasskeysService(deps: PasskeysDeps): PasskeysService {
           now,
         });
         if (!stored) return 'duplicate';
+        await recordEvent(tx, { type: 'passkey.added', data: { user_id: user.id, passkey_id: id } }, now);
         return { noticed: await notice(tx, user, 'passkey_added', client, [passkeyNoticeLine({ name, created_at: now, last_used_at: null })]) };
       });
       // The account was deleted since its access token was checked.
@@ -314,7 +318,9 @@ export function createPasskeysService(deps: PasskeysDeps): PasskeysService {
       await ownPasskey(user, passkeyId);
       const outcome = await db.transaction(async (tx) => {
         const deleted = await deletePasskey(tx, { id: passkeyId, userId: user.id });
-        return deleted === undefined ? undefined : { noticed: await notice(tx, user, 'passkey_removed', client, [passkeyNoticeLine(deleted)]) };
+        if (deleted === undefined) return undefined;
+        await recordEvent(tx, { type: 'passkey.removed', data: { user_id: user.id, passkey_id: deleted.id } }, clock.now());
+        return { noticed: await notice(tx, user, 'passkey_removed', client, [passkeyNoticeLine(deleted)]) };
       });
       // Deleted meanwhile by a parallel request: it is gone, as asked, but this call did not delete it.
       if (outcome === undefined) throw new AppError('auth.passkeys.not_found');

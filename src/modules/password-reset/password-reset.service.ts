@@ -18,6 +18,8 @@ import { revokeAllSessions } from '../sessions/sessions.repo.js';
 import type { BreachedPasswordCheck } from '../users/breached-passwords.js';
 import { checkPassword, SERVICE_NAME } from '../users/password-policy.js';
 import { findUserByEmail, lockUser, markEmailVerified, setPasswordHash } from '../users/users.repo.js';
+import { toUser } from '../users/users.schemas.js';
+import { recordEvent } from '../events/events.repo.js';
 
 /** The user id an unknown address is checked under: no user has it, so the lookup finds no code. */
 const NO_USER_ID = '00000000-0000-0000-0000-000000000000';
@@ -82,7 +84,9 @@ export interface PasswordResetService {
    * the code usable), then, in one transaction: the code is consumed (of two parallel right
    * confirmations one wins, the other gets `code_expired`), the password replaced, every session
    * revoked, every outstanding reset code ended, the email marked verified, and a
-   * `password_reset` notice queued. Nobody is signed in. Failed confirmations count against the
+   * `password_reset` notice queued, with the events of these changes (`password.changed`, a
+   * `session.revoked` per session, `user.email_verified` when it was not; docs/api.md#event-types).
+   * Nobody is signed in. Failed confirmations count against the
    * client (RATE_LIMIT_PASSWORD_RESET_CONFIRM_PER_IP per 15 minutes), never against the address,
    * so a stranger's wrong codes cannot stop the owner's right one beyond the 5 tries of a code.
    * @throws AppError `auth.password_reset.validation_failed` (400, the reason),
@@ -179,10 +183,12 @@ export function createPasswordResetService(deps: PasswordResetDeps): PasswordRes
         if (!(await codes.consume(tx, checked.codeId))) return undefined;
         await setPasswordHash(tx, user.id, newHash, now);
         const count = await revokeAllSessions(tx, user.id, 'password_reset', now);
+        await recordEvent(tx, { type: 'password.changed', data: { user_id: user.id, via: 'reset' } }, now);
         await codes.revokeAll(tx, 'password_reset', { id: user.id, email });
         // An email change asked for with the old password must not complete after it changed.
         await codes.revokeAll(tx, 'email_change', { id: user.id, email: null });
-        await markEmailVerified(tx, user.id, email, now);
+        const verified = await markEmailVerified(tx, user.id, email, now);
+        if (verified !== undefined) await recordEvent(tx, { type: 'user.email_verified', data: { user: toUser(verified) } }, now);
         // Passkeys survive a reset: the notice lists them, so a passkey an intruder added is seen (docs/security.md).
         const details = passkeyNoticeLines(await listPasskeys(tx, user.id));
         await queueSecurityNotice(tx, { kind: 'password_reset', recipient: email, username: user.username, at: now, client, details });

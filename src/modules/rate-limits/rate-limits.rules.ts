@@ -38,6 +38,13 @@ export const PASSKEY_OPTIONS_PER_SIGN_IN = 4;
 export const PASSKEY_REGISTRATION_OPTIONS_PER_ATTEMPT = 2;
 
 /**
+ * Identity-provider flows (authorize, link) a client may start per sign-in attempt it is
+ * allowed: as passkey options, a sign-in page may start one, be abandoned at the provider and
+ * start again, in several tabs, and each start stores a flow.
+ */
+export const OAUTH_FLOWS_PER_SIGN_IN = 4;
+
+/**
  * Names of the rules counted per account (`subject: 'account'`): their rows are keyed
  * `<name>:<user id>` in the clear, and account deletion deletes them (src/modules/accounts/).
  */
@@ -98,6 +105,8 @@ export interface RateLimitRules {
   readonly passkeyRegistrationPerUser: RateLimitRule;
   /** Admin API requests per API key (its id), every authenticated request counted (docs/admin-api.md#rate-limit). */
   readonly adminPerKey: RateLimitRule;
+  /** Identity-provider flows started (authorize and link) per client network, every one counted: each stores a flow. */
+  readonly oauthFlowsPerIp: RateLimitRule;
 }
 
 /** Builds the rules from the configured limits. */
@@ -129,5 +138,6 @@ export function rateLimitRules(settings: RateLimitSettings): RateLimitRules {
     },
     passkeyOptionsPerIp: { name: 'passkey_options_ip', subject: 'client', limit: settings.signInPerIp * PASSKEY_OPTIONS_PER_SIGN_IN, windowSeconds: FAILURE_WINDOW_SECONDS },
     adminPerKey: { name: 'admin_key', subject: 'secret', limit: settings.adminPerKey, windowSeconds: ADMIN_WINDOW_SECONDS },
+    oauthFlowsPerIp: { name: 'oauth_flows_ip', subject: 'client', limit: settings.signInPerIp * OAUTH_FLOWS_PER_SIGN_IN, windowSeconds: FAILURE_WINDOW_SECONDS },
   };
 }

@@ -124,6 +124,17 @@ export async function purgeExpiredWebauthnChallenges(q: Queryable, before: Date,
 }
 
 /**
+ * Deletes up to `limit` identity-provider flows that expired before `before` (index
+ * `oauth_flows_expires_idx`, migration 015): used ones and those never completed alike, 600 s
+ * after they started. Each holds a PKCE verifier, so none is kept longer than that.
+ * @returns how many flows were deleted.
+ */
+export async function purgeExpiredOAuthFlows(q: Queryable, before: Date, limit: number): Promise<number> {
+  const { rowCount } = await q.query(batchedDeleteSql('oauth_flows', { ended: 'expires_at' }), [before, limit]);
+  return rowCount;
+}
+
+/**
  * Deletes up to `limit` sent, suppressed or cancelled outbox rows queued before `before` (index
  * `email_outbox_ended_idx`, migration 012). A row is finished at most one code lifetime after it was
  * queued (the worker cancels a row whose code expired), so its queueing time stands for its end.
@@ -175,7 +186,7 @@ export async function eraseExpiredSuccessors(q: Queryable, before: Date, limit: 
 
 /**
  * Deletes up to `limit` admin API audit entries written before `before`, oldest first (index
- * `admin_audit_log_at_idx`, migration 015): RETENTION_ADMIN_AUDIT_DAYS after they were written.
+ * `admin_audit_log_at_idx`, migration 017): RETENTION_ADMIN_AUDIT_DAYS after they were written.
  * @returns how many entries were deleted.
  */
 export async function purgeAdminAuditEntries(q: Queryable, before: Date, limit: number): Promise<number> {

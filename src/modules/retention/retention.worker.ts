@@ -3,10 +3,13 @@ import type { Clock } from '../../clock.js';
 import type { RetentionSettings } from '../../config.js';
 import type { Db } from '../../db/db.js';
 import type { AuthMetrics } from '../../metrics.js';
+import { oneAtATime } from '../../one-at-a-time.js';
 import { deleteExpiredUnverifiedUsers } from '../accounts/accounts.repo.js';
+import { recordEvents } from '../events/events.repo.js';
+import { purgeEvents, purgeFinishedDeliveries } from '../webhooks/webhooks.repo.js';
 import { cancelEmailsTo } from '../mail/outbox.repo.js';
 import { purgeInBatches, type BatchOptions } from './batches.js';
-import { eraseExpiredSuccessors, purgeAdminAuditEntries, purgeDeadEmails, purgeEndedSessions, purgeEndedVerificationCodes, purgeExpiredMfaChallenges, purgeExpiredWebauthnChallenges, purgeFinishedEmails } from './retention.repo.js';
+import { eraseExpiredSuccessors, purgeAdminAuditEntries, purgeDeadEmails, purgeEndedSessions, purgeEndedVerificationCodes, purgeExpiredMfaChallenges, purgeExpiredOAuthFlows, purgeExpiredWebauthnChallenges, purgeFinishedEmails } from './retention.repo.js';
 
 /**
  * How often the purges run, in milliseconds. Retention is counted in days, so a row goes at
@@ -65,6 +68,8 @@ export interface RetentionReport {
   mfaChallenges: number;
   /** Expired passkey registration and sign-in challenges deleted (used ones are deleted when used). */
   webauthnChallenges: number;
+  /** Expired identity-provider flows deleted (used or not). */
+  oauthFlows: number;
   /** Sent and cancelled outbox rows deleted. */
   finishedEmails: number;
   deadEmails: number;
@@ -72,6 +77,10 @@ export interface RetentionReport {
   unverifiedUsers: number;
   /** Admin API audit entries deleted, RETENTION_ADMIN_AUDIT_DAYS after they were written. */
   adminAuditEntries: number;
+  /** Delivered and dead webhook deliveries deleted. */
+  webhookDeliveries: number;
+  /** Webhook events deleted (fanned out, no delivery left). */
+  webhookEvents: number;
   /** False when a purge stopped at {@link MAX_BATCHES_PER_RUN}, at a stop, or failed: the rest goes in a later run. */
   complete: boolean;
 }
@@ -117,8 +126,9 @@ export interface RetentionWorkerDeps {
 /**
  * Creates the worker that keeps every table bounded (docs/operations.md, "Retention"): ended
  * sessions with their refresh tokens and devices, ended verification codes, finished and dead
- * outbox rows and admin API audit entries after their periods, and sealed successors once their
- * grace window passed. Every
+ * outbox rows after their periods, delivered and dead webhook deliveries and the events no
+ * delivery needs any more after theirs, admin API audit entries after theirs, and sealed
+ * successors once their grace window passed. Every
  * purge runs in bounded statements under an index (retention.repo.ts, {@link purgeInBatches}),
  * so several instances may run it at once on one database. Rate-limit windows keep their own
  * purge (rate-limits.service.ts).
@@ -132,8 +142,6 @@ export function createRetentionWorker(deps: RetentionWorkerDeps): RetentionWorke
   let stopped = true;
   let purgeTimer: NodeJS.Timeout | undefined;
   let eraseTimer: NodeJS.Timeout | undefined;
-  let purging: Promise<RetentionReport> | undefined;
-  let erasing: Promise<number> | undefined;
   /** True while the scheduled seal erasure keeps failing: only the first failure of an outage is logged, then the recovery. */
   let eraseFailing = false;
 
@@ -146,7 +154,21 @@ export function createRetentionWorker(deps: RetentionWorkerDeps): RetentionWorke
   const purgeAll = async (): Promise<RetentionReport> => {
     const now = clock.now();
     const own = generation;
-    const report: RetentionReport = { sessions: 0, devices: 0, verificationCodes: 0, mfaChallenges: 0, webauthnChallenges: 0, finishedEmails: 0, deadEmails: 0, unverifiedUsers: 0, adminAuditEntries: 0, complete: true };
+    const report: RetentionReport = {
+      sessions: 0,
+      devices: 0,
+      verificationCodes: 0,
+      mfaChallenges: 0,
+      webauthnChallenges: 0,
+      oauthFlows: 0,
+      finishedEmails: 0,
+      deadEmails: 0,
+      unverifiedUsers: 0,
+      webhookDeliveries: 0,
+      webhookEvents: 0,
+      adminAuditEntries: 0,
+      complete: true,
+    };
     const run = async (name: string, purge: (limit: number) => Promise<number>, size: number): Promise<number> => {
       try {
         // After a stop, the purges not yet begun are skipped too.
@@ -176,6 +198,8 @@ export function createRetentionWorker(deps: RetentionWorkerDeps): RetentionWorke
         async (limit) => {
           const n = await db.transaction(async (tx) => {
             const deleted = await deleteExpiredUnverifiedUsers(tx, { createdBefore: signedUpBefore, limit });
+            // One `user.deleted` event per deleted user, in one INSERT (docs/api.md#event-types).
+            await recordEvents(tx, deleted.map((user) => ({ type: 'user.deleted', data: { user_id: user.id, cause: 'unverified_expired' } })), now);
             for (const user of deleted) {
               if (user.email !== null) await cancelEmailsTo(tx, { recipient: user.email, reason: EXPIRED_UNVERIFIED_REASON, now });
             }
@@ -201,14 +225,21 @@ export function createRetentionWorker(deps: RetentionWorkerDeps): RetentionWorke
     report.verificationCodes = await run('verification_codes', (limit) => purgeEndedVerificationCodes(db, codesBefore, limit), batchSize);
     report.mfaChallenges = await run('mfa_challenges', (limit) => purgeExpiredMfaChallenges(db, now, limit), batchSize);
     report.webauthnChallenges = await run('webauthn_challenges', (limit) => purgeExpiredWebauthnChallenges(db, now, limit), batchSize);
+    report.oauthFlows = await run('oauth_flows', (limit) => purgeExpiredOAuthFlows(db, now, limit), batchSize);
     const finishedBefore = before(now, retention.outboxDays);
     report.finishedEmails = await run('email_outbox', (limit) => purgeFinishedEmails(db, finishedBefore, limit), batchSize);
     const deadBefore = before(now, retention.outboxDeadDays);
     report.deadEmails = await run('email_outbox_dead', (limit) => purgeDeadEmails(db, deadBefore, limit), batchSize);
+    // Webhook deliveries first, so that the events they kept can go in the same run.
+    const deliveredBefore = before(now, retention.webhookDays);
+    report.webhookDeliveries = await run('webhook_deliveries', (limit) => purgeFinishedDeliveries(db, { status: 'delivered', before: deliveredBefore, limit }), batchSize);
+    const deadDeliveriesBefore = before(now, retention.webhookDeadDays);
+    report.webhookDeliveries += await run('webhook_deliveries_dead', (limit) => purgeFinishedDeliveries(db, { status: 'dead', before: deadDeliveriesBefore, limit }), batchSize);
+    report.webhookEvents = await run('webhook_events', (limit) => purgeEvents(db, { before: deliveredBefore, limit }), batchSize);
     const auditBefore = before(now, retention.adminAuditDays);
     report.adminAuditEntries = await run('admin_audit_log', (limit) => purgeAdminAuditEntries(db, auditBefore, limit), batchSize);
     const deleted =
-      report.unverifiedUsers + report.sessions + report.devices + report.verificationCodes + report.mfaChallenges + report.webauthnChallenges + report.finishedEmails + report.deadEmails + report.adminAuditEntries;
+      report.unverifiedUsers + report.sessions + report.devices + report.verificationCodes + report.mfaChallenges + report.webauthnChallenges + report.oauthFlows + report.finishedEmails + report.deadEmails + report.webhookDeliveries + report.webhookEvents + report.adminAuditEntries;
     if (deleted > 0 || !report.complete) log.info({ retention: report }, 'retention purge');
     return report;
   };
@@ -221,25 +252,10 @@ export function createRetentionWorker(deps: RetentionWorkerDeps): RetentionWorke
 
   // A call while a run is in flight waits for it and then runs afresh, with the clock's time at
   // its own start (as the outbox worker's runOnce does).
-  const runOnce = async (): Promise<RetentionReport> => {
-    while (purging !== undefined) await purging.catch(() => undefined);
-    purging = purgeAll();
-    try {
-      return await purging;
-    } finally {
-      purging = undefined;
-    }
-  };
-
-  const eraseSealedSuccessors = async (): Promise<number> => {
-    while (erasing !== undefined) await erasing.catch(() => undefined);
-    erasing = eraseAll();
-    try {
-      return await erasing;
-    } finally {
-      erasing = undefined;
-    }
-  };
+  const purges = oneAtATime(purgeAll);
+  const erasures = oneAtATime(eraseAll);
+  const runOnce = purges.run;
+  const eraseSealedSuccessors = erasures.run;
 
   const schedulePurge = (): void => {
     if (stopped) return;
@@ -287,9 +303,7 @@ export function createRetentionWorker(deps: RetentionWorkerDeps): RetentionWorke
       clearTimeout(eraseTimer);
       purgeTimer = undefined;
       eraseTimer = undefined;
-      const inFlight: Promise<unknown>[] = [];
-      if (purging !== undefined) inFlight.push(purging.catch(() => undefined));
-      if (erasing !== undefined) inFlight.push(erasing.catch(() => undefined));
+      const inFlight = [purges.inFlight(), erasures.inFlight()].filter((p) => p !== undefined);
       if (inFlight.length === 0) return;
       let waited: NodeJS.Timeout | undefined;
       await Promise.race([Promise.all(inFlight), new Promise((resolve) => (waited = setTimeout(resolve, RETENTION_STOP_WAIT_MS)))]);

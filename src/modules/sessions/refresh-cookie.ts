@@ -14,12 +14,17 @@ export const WEBAUTHN_CHALLENGE_COOKIE = 'webauthn_challenge';
 /** Its path: the browser sends it to the passkey sign-in routes only (the options route sets it). */
 export const WEBAUTHN_CHALLENGE_COOKIE_PATH = '/auth/v0/sign-in/passkey';
 
+/** The cookie that binds an identity provider's flow to the browser that started it (docs/api.md#authorize). */
+export const OAUTH_FLOW_COOKIE = 'oauth_flow';
+/** Its path: the browser sends it to the provider routes (the callback reads it). */
+export const OAUTH_FLOW_COOKIE_PATH = '/auth/v0/oauth';
+
 /**
- * Setting and clearing one of the service's cookies: `HttpOnly; Secure; SameSite=Strict` on its
- * own path; cleared with an empty value, `Max-Age=0`, the same path and attributes.
+ * Setting and clearing one of the service's cookies: `HttpOnly; Secure; SameSite=Strict` (or
+ * `Lax`) on its own path; cleared with an empty value, `Max-Age=0`, the same path and attributes.
  */
-function cookie(name: string, path: string) {
-  const attributes = { path, httpOnly: true, secure: true, sameSite: 'strict' } as const;
+function cookie(name: string, path: string, sameSite: 'strict' | 'lax' = 'strict') {
+  const attributes = { path, httpOnly: true, secure: true, sameSite } as const;
   return {
     set: (reply: FastifyReply, value: string, maxAgeSeconds: number): void => void reply.setCookie(name, value, { ...attributes, maxAge: maxAgeSeconds }),
     clear: (reply: FastifyReply): void => void reply.setCookie(name, '', { ...attributes, maxAge: 0 }),
@@ -29,6 +34,9 @@ function cookie(name: string, path: string) {
 const refreshCookie = cookie(REFRESH_COOKIE, REFRESH_COOKIE_PATH);
 const mfaChallengeCookie = cookie(MFA_CHALLENGE_COOKIE, MFA_CHALLENGE_COOKIE_PATH);
 const webauthnChallengeCookie = cookie(WEBAUTHN_CHALLENGE_COOKIE, WEBAUTHN_CHALLENGE_COOKIE_PATH);
+// Lax: the provider sends the browser back with a top-level GET from its own site, which a
+// Strict cookie would not accompany.
+const oauthFlowCookie = cookie(OAUTH_FLOW_COOKIE, OAUTH_FLOW_COOKIE_PATH, 'lax');
 
 /** Sets the refresh cookie: `Path=/auth/v0/refresh; HttpOnly; Secure; SameSite=Strict; Max-Age=<session remaining>`. */
 export const setRefreshCookie = refreshCookie.set;
@@ -42,3 +50,7 @@ export const clearMfaChallengeCookie = mfaChallengeCookie.clear;
 export const setWebauthnChallengeCookie = webauthnChallengeCookie.set;
 /** Clears the passkey challenge cookie: empty value, `Max-Age=0`, same path and attributes. */
 export const clearWebauthnChallengeCookie = webauthnChallengeCookie.clear;
+/** Sets `oauth_flow=<value>; Path=/auth/v0/oauth; HttpOnly; Secure; SameSite=Lax; Max-Age=<seconds>`. */
+export const setOAuthFlowCookie = oauthFlowCookie.set;
+/** Clears the flow cookie: empty value, `Max-Age=0`, same path and attributes. */
+export const clearOAuthFlowCookie = oauthFlowCookie.clear;

@@ -11,7 +11,8 @@ import { securityEvent } from '../audit/security-events.js';
 import { isWithinGraceWindow, liveTokenWithinGrace, successorCiphertextFor } from './refresh-grace.js';
 import { hasCookieLifetimeLeft, insertRefreshToken, lockRefreshToken, markRotated, rotateLiveRefreshToken, type LockedRefreshToken } from './refresh-tokens.repo.js';
 import { LAST_USED_RESOLUTION_SECONDS, revokeSession, touchSession } from './sessions.repo.js';
-import type { IssuedTokens } from './sessions.service.js';
+import type { ClientContext, IssuedTokens } from './sessions.service.js';
+import { recordEvent } from '../events/events.repo.js';
 
 /** Dependencies of {@link createRefresh}: the matching fields of the sessions service's. */
 export interface RefreshDeps {
@@ -44,9 +45,12 @@ const secondsUntil = (when: Date, now: Date): number => Math.max(0, Math.floor((
  * It checks a deadline on the database's clock instead, after its locks and writes and before
  * it commits (src/db/statement-deadline.ts, docs/reliability.md), which costs no round trip.
  *
- * @returns `refresh(presented, ip)`, as {@link SessionsService.refresh} documents it.
+ * A rotated token presented again (reuse) revokes its session and records the
+ * `refresh_token.reuse_detected` event with the client of that request (its `ip` and `userAgent`).
+ *
+ * @returns `refresh(presented, client)`, as {@link SessionsService.refresh} documents it.
  */
-export function createRefresh(deps: RefreshDeps): (presented: string | undefined, ip: string | null) => Promise<IssuedTokens> {
+export function createRefresh(deps: RefreshDeps): (presented: string | undefined, client: ClientContext) => Promise<IssuedTokens> {
   const { db, clock, accessTokens, refreshReuseGraceSeconds, log, metrics } = deps;
   const deadlines = createStatementDeadlines(db);
 
@@ -58,7 +62,7 @@ export function createRefresh(deps: RefreshDeps): (presented: string | undefined
   };
 
   /** The locking transaction for a token that was not live: invalid, grace replay, reuse, or a rotation after all. */
-  const decide = (presented: string, presentedHash: string, now: Date): Promise<SlowOutcome> =>
+  const decide = (presented: string, presentedHash: string, now: Date, client: ClientContext): Promise<SlowOutcome> =>
     db.transaction(async (tx): Promise<SlowOutcome> => {
       const token = await lockRefreshToken(tx, presentedHash);
       if (token === undefined) return { kind: 'invalid' };
@@ -72,7 +76,14 @@ export function createRefresh(deps: RefreshDeps): (presented: string | undefined
         // rotation, gets that same live token back. Everything else rotated is reuse.
         const live = await liveTokenWithinGrace(tx, token, presented, { graceSeconds: refreshReuseGraceSeconds, now });
         if (live !== undefined) return { kind: 'replayed', ...family, tokens: await finish(tx, token, live, now) };
-        return { kind: 'reused', revoked: await revokeSession(tx, token.session_id, 'refresh_token_reuse', now), ...family };
+        const revoked = await revokeSession(tx, token.session_id, 'refresh_token_reuse', now);
+        // Recorded with the revocation, which commits although the request fails (docs/api.md#event-types).
+        await recordEvent(
+          tx,
+          { type: 'refresh_token.reuse_detected', data: { user_id: token.user_id, session_id: token.session_id, ip: client.ip, user_agent: client.userAgent } },
+          now,
+        );
+        return { kind: 'reused', revoked, ...family };
       }
       if (token.session_revoked_at !== null || !hasCookieLifetimeLeft(token.session_expires_at, now)) return { kind: 'invalid' };
       const refreshToken = newRefreshToken();
@@ -81,7 +92,8 @@ export function createRefresh(deps: RefreshDeps): (presented: string | undefined
       return { kind: 'rotated', ...family, tokens: await finish(tx, token, refreshToken, now) };
     });
 
-  return async (presented, ip) => {
+  return async (presented, client) => {
+    const { ip } = client;
     if (presented === undefined || presented === '') {
       metrics.refresh('missing');
       throw new AppError('auth.missing_refresh_token');
@@ -109,7 +121,7 @@ export function createRefresh(deps: RefreshDeps): (presented: string | undefined
       metrics.refresh('rotated');
       return { sessionId: rotated.session_id, accessToken, refreshToken: successorToken, refreshMaxAgeSeconds: secondsUntil(rotated.session_expires_at, now) };
     }
-    const outcome = await decide(presented, presentedHash, now);
+    const outcome = await decide(presented, presentedHash, now, client);
     switch (outcome.kind) {
       case 'rotated':
         metrics.refresh('rotated');

@@ -1,6 +1,7 @@
 import type { Queryable } from '../../db/db.js';
 import { banInForceSql, type UserRow } from '../users/users.repo.js';
 import { forgiveHitsSql } from '../rate-limits/rate-limits.repo.js';
+import { eventInsertSql, eventTypeLiteral, sessionRevokedCause } from '../events/events.repo.js';
 
 /** A `sessions` row as the wire Session needs it (docs/api.md#operations), plus the owner. */
 export interface SessionRow {
@@ -35,8 +36,10 @@ const SESSION_COLUMNS = 's.id, s.user_id, s.device_id, s.ip, s.user_agent, s.cre
  * at `now` refuses it the same way, and a ban committed meanwhile revokes it (`banUser`).
  * The same statement takes back the sign-in's rate-limit hits (`forgiveRateLimitKeys`
  * point 1: only failures count), only when the session is created, so a sign-in is two commits
- * (its counts and this) rather than 2n + 3 for n identifiers (docs/performance.md).
- * @returns false when the password changed since it was checked or the user is banned; nothing was created or forgiven then.
+ * (its counts and this) rather than 2n + 3 for n identifiers (docs/performance.md), and records
+ * the `session.created` event (docs/api.md#event-types) with the session: one more INSERT in the
+ * same round trip.
+ * @returns false when the password changed since it was checked or the user is banned; nothing was created, forgiven or recorded then.
  */
 export async function createSignInSession(
   q: Queryable,
@@ -65,7 +68,14 @@ export async function createSignInSession(
        INSERT INTO devices (id, user_id, ip, user_agent, created_at) SELECT $2, checked.id, $4, $5, $6 FROM checked RETURNING id, user_id
      ), s AS (
        INSERT INTO sessions (id, user_id, device_id, ip, user_agent, created_at, last_used_at, expires_at, amr)
-       SELECT $1, d.user_id, d.id, $4, $5, $6, $6, $7, $12::text[] FROM d RETURNING id
+       SELECT $1, d.user_id, d.id, $4, $5, $6, $6, $7, $12::text[] FROM d RETURNING id, user_id
+     ), created AS (
+       ${eventInsertSql({
+         from: 's',
+         type: eventTypeLiteral('session.created'),
+         data: "json_build_object('user_id', s.user_id, 'session_id', s.id, 'amr', $12::text[], 'ip', $4::text, 'user_agent', $5::text)",
+         at: '$6::timestamptz',
+       })}
      )
      INSERT INTO refresh_tokens (id, session_id, token_hash, parent_id, created_at) SELECT $9, s.id, $10, NULL, $6 FROM s`,
     [s.sessionId, s.deviceId, s.userId, s.ip, s.userAgent, s.now, s.expiresAt, s.checkedPasswordVersion, s.refreshToken.id, s.refreshToken.tokenHash, [...s.forgiveRateLimitKeys], [...s.amr]],
@@ -136,6 +146,15 @@ export async function listActiveSessions(q: Queryable, userId: string, now: Date
   return rows;
 }
 
+/**
+ * Whether session `sessionId` was created (signed in, by any method; refreshes keep the
+ * session) at or after `since`, by its primary key (docs/api.md#recent-sign-in).
+ */
+export async function sessionSignedInSince(q: Queryable, sessionId: string, since: Date): Promise<boolean> {
+  const { rows } = await q.query<{ recent: boolean }>('SELECT created_at >= $2 AS recent FROM sessions WHERE id = $1', [sessionId, since]);
+  return rows[0]?.recent === true;
+}
+
 /** The owner of a session (revoked or not), or undefined when it does not exist. */
 export async function findSessionOwner(q: Queryable, sessionId: string): Promise<string | undefined> {
   const { rows } = await q.query<{ user_id: string }>('SELECT user_id FROM sessions WHERE id = $1', [sessionId]);
@@ -143,39 +162,48 @@ export async function findSessionOwner(q: Queryable, sessionId: string): Promise
 }
 
 /**
- * Revokes (soft: sets `revoked_at`) one session if it is not revoked yet. Idempotent.
+ * The statement that revokes the unrevoked sessions matching `where` (SQL over `sessions`, with
+ * `$1` the instant and `$2` the stored reason) and records one `session.revoked` event per
+ * session it revoked, with `$3` as the cause (docs/api.md#event-types): one round trip, and the
+ * events commit with the revocation. Its row count is the number of sessions revoked.
+ */
+function revokingSql(where: string): string {
+  return `WITH revoked AS (
+       UPDATE sessions SET revoked_at = $1, revoked_reason = $2 WHERE revoked_at IS NULL AND ${where} RETURNING id, user_id
+     ) ${eventInsertSql({
+       from: 'revoked',
+       type: eventTypeLiteral('session.revoked'),
+       data: "json_build_object('user_id', revoked.user_id, 'session_id', revoked.id, 'cause', $3::text)",
+       at: '$1::timestamptz',
+     })}`;
+}
+
+/**
+ * Revokes (soft: sets `revoked_at`) one session if it is not revoked yet, with its
+ * `session.revoked` event. Idempotent.
  * @returns true when this call revoked it.
  */
 export async function revokeSession(q: Queryable, sessionId: string, reason: RevocationReason, now: Date): Promise<boolean> {
-  const { rowCount } = await q.query(
-    'UPDATE sessions SET revoked_at = $2, revoked_reason = $3 WHERE id = $1 AND revoked_at IS NULL',
-    [sessionId, now, reason],
-  );
+  const { rowCount } = await q.query(revokingSql('id = $4'), [now, reason, sessionRevokedCause(reason), sessionId]);
   return rowCount === 1;
 }
 
 /**
- * Revokes every unrevoked session of a user.
+ * Revokes every unrevoked session of a user, each with its `session.revoked` event.
  * @returns the number of sessions this call revoked.
  */
 export async function revokeAllSessions(q: Queryable, userId: string, reason: RevocationReason, now: Date): Promise<number> {
-  const { rowCount } = await q.query(
-    'UPDATE sessions SET revoked_at = $2, revoked_reason = $3 WHERE user_id = $1 AND revoked_at IS NULL',
-    [userId, now, reason],
-  );
+  const { rowCount } = await q.query(revokingSql('user_id = $4'), [now, reason, sessionRevokedCause(reason), userId]);
   return rowCount;
 }
 
 /**
  * Revokes every active (unrevoked, unexpired at `now`) session of a user, for example by an
- * operator (`latchkey sessions revoke`). Expired sessions are left as they are: they are
- * already unusable. Idempotent: a second call revokes nothing.
+ * operator (`latchkey sessions revoke`), each with its `session.revoked` event. Expired sessions
+ * are left as they are: they are already unusable. Idempotent: a second call revokes nothing.
  * @returns the number of sessions this call revoked (0 when the user has none or does not exist).
  */
 export async function revokeActiveSessions(q: Queryable, userId: string, reason: RevocationReason, now: Date): Promise<number> {
-  const { rowCount } = await q.query(
-    'UPDATE sessions SET revoked_at = $3, revoked_reason = $2 WHERE user_id = $1 AND revoked_at IS NULL AND expires_at > $3',
-    [userId, reason, now],
-  );
+  const { rowCount } = await q.query(revokingSql('user_id = $4 AND expires_at > $1'), [now, reason, sessionRevokedCause(reason), userId]);
   return rowCount;
 }

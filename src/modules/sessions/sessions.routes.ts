@@ -58,7 +58,7 @@ export function sessionsRoutes(deps: { sessions: SessionsService }): FastifyPlug
         },
       },
       async (request, reply) => {
-        const issued = await sessions.refresh(request.cookies[REFRESH_COOKIE], { ip: request.ip });
+        const issued = await sessions.refresh(request.cookies[REFRESH_COOKIE], clientContextOf(request));
         setRefreshCookie(reply, issued.refreshToken, issued.refreshMaxAgeSeconds);
         return { tokens: { access_token: issued.accessToken }, session_id: issued.sessionId };
       },

@@ -8,7 +8,7 @@ import type { PasswordHasher } from '../../crypto/password.js';
 import { newRefreshToken, sha256 } from '../../crypto/secrets.js';
 import { UUID_PATTERN, type AccessTokenService } from '../tokens/access-token.service.js';
 import { normalizeEmail, normalizePhone, normalizeUsername } from '../users/identifiers.js';
-import { banInForce, findUserBan, upgradePasswordHash, usersByIdentifiersQuery, type BanState, type UserRow } from '../users/users.repo.js';
+import { banInForce, findUserBan, upgradePasswordHash, usersByIdentifiersQuery, type SignInUser, type UserRow } from '../users/users.repo.js';
 import { HIT_WINDOWS_PARAMS } from '../rate-limits/rate-limits.repo.js';
 import { securityEvent } from '../audit/security-events.js';
 import type { RateLimitRules } from '../rate-limits/rate-limits.rules.js';
@@ -23,6 +23,7 @@ import {
   listActiveSessions,
   revokeAllSessions,
   revokeSession,
+  sessionSignedInSince,
   touchSession,
   type SessionRow,
 } from './sessions.repo.js';
@@ -48,16 +49,18 @@ export type SignInResult =
 
 /** Stored username form (docs/api.md#operations User). */
 const STORED_USERNAME = /^[a-z0-9_]{3,32}$/;
-/** Longest `User-Agent` kept on a session. */
+/** Longest `User-Agent` kept on a session (and in an event). */
 const MAX_USER_AGENT_LENGTH = 512;
+
+/** `client` with its `User-Agent` cut to what is stored. */
+function storedClient(client: ClientContext): ClientContext {
+  return { ip: client.ip, userAgent: client.userAgent === null ? null : client.userAgent.slice(0, MAX_USER_AGENT_LENGTH) };
+}
 
 /** The subject under which the failures of identifiers that name no account are counted: the normalised identifiers given, together. */
 function unknownAccountSubject(subjects: readonly string[]): string {
   return subjects.join('\n');
 }
-
-/** A user as sign-in looks it up: the row, and whether a second factor is on (`usersByIdentifiersQuery`). */
-type SignInUser = UserRow & Pick<BanState, 'banned_at' | 'banned_until'> & { mfa_enabled: boolean };
 
 /** Where a request comes from; recorded on the device and session. */
 export interface ClientContext {
@@ -101,6 +104,8 @@ export interface SessionsDeps {
   readonly log: FastifyBaseLogger;
   /** Counts sign-in and refresh outcomes and revoked sessions; defaults to a registry of its own. */
   readonly metrics?: AuthMetrics;
+  /** REAUTH_MAX_AGE_SECONDS: how recent a session's sign-in must be for {@link SessionsService.requireRecentSignIn}. */
+  readonly reauthMaxAgeSeconds: number;
 }
 
 /** Sign-in, refresh-token rotation, Bearer authentication and session management. */
@@ -132,6 +137,25 @@ export interface SessionsService {
    */
   startSession(user: UserRow, c: { checkedPasswordVersion: number; amr: readonly string[]; client: ClientContext; forgiveKeys?: readonly string[] }): Promise<IssuedTokens | undefined>;
   /**
+   * The end of every sign-in whose first credential checked out (a password, an identity
+   * provider), one function so no way in can go around what the account requires, in this
+   * order: a ban in force refuses; an email that is not verified refuses; a second factor gets
+   * a challenge (300 s, 5 tries, remembering `amr`) instead of a session; otherwise a session
+   * with `amr` is created as {@link startSession} creates one, only while the user's
+   * `password_version` is still the one read with `user`. `forgiveKeys`: rate-limit counts taken
+   * back on each of these outcomes (a right first credential does not count as a failure).
+   * @returns the session or the challenge; undefined when the password changed since `user` was read.
+   * @throws AppError `auth.user_banned` (403), `auth.email_not_verified` (403).
+   */
+  finishSignIn(user: SignInUser, c: { amr: readonly string[]; client: ClientContext; forgiveKeys?: readonly string[] }): Promise<SignInResult | undefined>;
+  /**
+   * Requires that the caller's session signed in (by any method) at most `reauthMaxAgeSeconds`
+   * ago (docs/api.md#recent-sign-in): the session's creation is its sign-in, which refreshes do
+   * not move. One indexed read.
+   * @throws AppError `auth.reauthentication_required` (401).
+   */
+  requireRecentSignIn(caller: Authenticated): Promise<void>;
+  /**
    * Rotates a refresh token (docs/api.md#refresh-token-rotation): locks its row and session, rejects a revoked or
    * expired session, marks the token rotated and inserts its successor, atomically (one
    * statement when the token is live, `rotateLiveRefreshToken`, else one transaction; refresh.ts),
@@ -139,10 +163,11 @@ export interface SessionsService {
    * (that revocation commits), a warning is logged, and the call fails. Exception, with
    * `refreshReuseGraceSeconds` > 0: the immediate parent of the live token, presented within
    * that many seconds of its rotation, gets the same live token back (see refresh-grace.ts);
-   * no second live token is ever created.
+   * no second live token is ever created. Reuse records the `refresh_token.reuse_detected`
+   * event with `client` (docs/api.md#event-types).
    * @throws AppError `auth.missing_refresh_token`, `auth.invalid_refresh_token`, `auth.refresh_token_reused` (401).
    */
-  refresh(refreshToken: string | undefined, client: Pick<ClientContext, 'ip'>): Promise<IssuedTokens>;
+  refresh(refreshToken: string | undefined, client: ClientContext): Promise<IssuedTokens>;
   /**
    * Checks a Bearer access token (docs/api.md#bearer-authentication): signature and claims, then the session row,
    * which must exist, belong to `sub`, and be unrevoked and unexpired. Updates `last_used_at`
@@ -295,7 +320,7 @@ export function createSessionsService(deps: SessionsDeps): SessionsService {
         userId,
         checkedPasswordVersion,
         ip: client.ip,
-        userAgent: client.userAgent === null ? null : client.userAgent.slice(0, MAX_USER_AGENT_LENGTH),
+        userAgent: storedClient(client).userAgent,
         now,
         expiresAt: new Date(now.getTime() + sessionTtlSeconds * 1000),
         refreshToken: { id: randomUUID(), tokenHash: sha256(refreshToken) },
@@ -305,7 +330,74 @@ export function createSessionsService(deps: SessionsDeps): SessionsService {
     return { sessionId, refreshToken, signing, create };
   };
 
+  /** Takes back rate-limit counts, when there are any. */
+  const forgive = async (keys: readonly string[]): Promise<void> => {
+    if (keys.length > 0) await limiter.forgiveKeys(keys);
+  };
+
+  /** {@link SessionsService.finishSignIn}. */
+  const finishSignIn = async (
+    user: SignInUser,
+    c: { amr: readonly string[]; client: ClientContext; forgiveKeys?: readonly string[] },
+  ): Promise<SignInResult | undefined> => {
+    const { amr, client } = c;
+    const forgiveKeys = c.forgiveKeys ?? [];
+    if (banInForce(user, clock.now())) {
+      // The first credential was right: its attempt does not count; the ban is said only now (docs/api.md, admin API: "Bans").
+      await forgive(forgiveKeys);
+      throw refuseBanned(user.id, client.ip);
+    }
+    if (user.email !== null && !user.is_email_verified) {
+      // The first credential was right: its attempt does not count (docs/security.md §6).
+      await forgive(forgiveKeys);
+      securityEvent(log, 'sign_in.failed', { userId: user.id, ip: client.ip, reason: 'email_not_verified' });
+      metrics.signIn('unverified');
+      throw new AppError('auth.email_not_verified');
+    }
+    if (user.mfa_enabled) {
+      // No session until the second step, which adds `otp` to this step's `amr`.
+      await forgive(forgiveKeys);
+      const challenge = newRefreshToken();
+      const now = clock.now();
+      await insertChallenge(db, {
+        id: randomUUID(),
+        tokenHash: sha256(challenge),
+        userId: user.id,
+        passwordVersion: user.password_version,
+        passwordHash: user.password_hash,
+        amr,
+        now,
+        expiresAt: new Date(now.getTime() + MFA_CHALLENGE_TTL_SECONDS * 1000),
+      });
+      securityEvent(log, 'sign_in.mfa_required', { userId: user.id, ip: client.ip });
+      metrics.signIn('mfa_required');
+      return { kind: 'mfa_required', user, challenge, challengeMaxAgeSeconds: MFA_CHALLENGE_TTL_SECONDS };
+    }
+    // One statement (one round trip, one commit) that creates nothing if the password changed
+    // meanwhile. Not wrapped in BEGIN/COMMIT, unlike the refresh below: delivered late by a
+    // silent network after this request answered 503, it would create a session whose refresh
+    // token nobody ever received, which expires unused (docs/decisions.md). The access token is
+    // signed (on libuv's thread pool) while the statement runs.
+    const { sessionId, refreshToken, signing, create } = prepareSession(user.id, client, amr);
+    if (!(await create(user.password_version, forgiveKeys))) {
+      // Banned meanwhile (refused here), or the password changed since it was read.
+      await refuseIfBanned(user.id, client.ip);
+      return undefined;
+    }
+    const accessToken = await signing;
+    securityEvent(log, 'sign_in.succeeded', { userId: user.id, sessionId, ip: client.ip });
+    metrics.signIn('success');
+    return { kind: 'session', user, sessionId, accessToken, refreshToken, refreshMaxAgeSeconds: sessionTtlSeconds };
+  };
+
   return {
+    finishSignIn,
+
+    async requireRecentSignIn(caller) {
+      const since = new Date(clock.now().getTime() - deps.reauthMaxAgeSeconds * 1000);
+      if (!(await sessionSignedInSince(db, caller.session.id, since))) throw new AppError('auth.reauthentication_required');
+    },
+
     async signIn(input, client) {
       const username = input.username === undefined ? undefined : normalizeUsername(input.username);
       const email = input.email === undefined ? undefined : normalizeEmail(input.email);
@@ -329,59 +421,18 @@ export function createSessionsService(deps: SessionsDeps): SessionsService {
         metrics.signIn('bad_credentials');
         throw new AppError('auth.invalid_credentials');
       }
-      if (banInForce(user, clock.now())) {
-        // The password was right: its attempt does not count; the ban is said only now (docs/api.md, admin API: "Bans").
-        await limiter.forgiveKeys(rateLimitKeys);
-        throw refuseBanned(user.id, client.ip);
-      }
-      if (user.email !== null && !user.is_email_verified) {
-        // The password was right: its attempt does not count (docs/security.md §6).
-        await limiter.forgiveKeys(rateLimitKeys);
-        securityEvent(log, 'sign_in.failed', { userId: user.id, ip: client.ip, reason: 'email_not_verified' });
-        metrics.signIn('unverified');
-        throw new AppError('auth.email_not_verified');
-      }
-
-      if (user.mfa_enabled) {
-        // The password was right: its attempt does not count. No session until the second step.
-        await limiter.forgiveKeys(rateLimitKeys);
-        const challenge = newRefreshToken();
-        const now = clock.now();
-        await insertChallenge(db, {
-          id: randomUUID(),
-          tokenHash: sha256(challenge),
-          userId: user.id,
-          passwordVersion: user.password_version,
-          passwordHash: storedHash,
-          now,
-          expiresAt: new Date(now.getTime() + MFA_CHALLENGE_TTL_SECONDS * 1000),
-        });
-        // A hash with weaker argon2id parameters than configured is re-hashed now too: the
-        // challenge checks the password's version, which a re-hash leaves as it is.
-        if (hasher.needsRehash(storedHash)) upgradeHashInBackground(user.id, storedHash, password);
-        securityEvent(log, 'sign_in.mfa_required', { userId: user.id, ip: client.ip });
-        metrics.signIn('mfa_required');
-        return { kind: 'mfa_required', user, challenge, challengeMaxAgeSeconds: MFA_CHALLENGE_TTL_SECONDS };
-      }
-
-      // One statement (one round trip, one commit) that creates nothing if the password changed
-      // meanwhile. Not wrapped in BEGIN/COMMIT, unlike the refresh below: delivered late by a
-      // silent network after this request answered 503, it would create a session whose refresh
-      // token nobody ever received, which expires unused (docs/decisions.md). The access token is
-      // signed (on libuv's thread pool) while the statement runs.
-      const { sessionId, refreshToken, signing, create } = prepareSession(user.id, client, PASSWORD_AMR);
-      if (!(await create(user.password_version, rateLimitKeys))) {
-        // Banned meanwhile; or the password was changed or reset since it was checked (a re-hash
-        // of the same password keeps its version): the one typed is no longer the account's.
-        await refuseIfBanned(user.id, client.ip);
+      const result = await finishSignIn(user, { amr: PASSWORD_AMR, client, forgiveKeys: rateLimitKeys });
+      if (result === undefined) {
+        // The password was changed or reset since it was checked (a re-hash of the same password
+        // keeps its version): the one typed is no longer the account's.
         metrics.signIn('bad_credentials');
         throw new AppError('auth.invalid_credentials');
       }
+      // A hash with weaker argon2id parameters than configured is re-hashed now, once the
+      // session or challenge is stored (a challenge checks the password's version, which a
+      // re-hash leaves as it is).
       if (hasher.needsRehash(storedHash)) upgradeHashInBackground(user.id, storedHash, password);
-      const accessToken = await signing;
-      securityEvent(log, 'sign_in.succeeded', { userId: user.id, sessionId, ip: client.ip });
-      metrics.signIn('success');
-      return { kind: 'session', user, sessionId, accessToken, refreshToken, refreshMaxAgeSeconds: sessionTtlSeconds };
+      return result;
     },
 
     async startSession(user, { checkedPasswordVersion, amr, client, forgiveKeys = [] }) {
@@ -398,7 +449,7 @@ export function createSessionsService(deps: SessionsDeps): SessionsService {
     },
 
     refresh(presented, client) {
-      return refresh(presented, client.ip);
+      return refresh(presented, storedClient(client));
     },
 
     async authenticate(authorization) {

@@ -1,5 +1,6 @@
 import { AppError } from '../../errors.js';
 import { constraintName, sqlState, UNIQUE_VIOLATION, type Queryable } from '../../db/db.js';
+import { revokeAllSessions } from '../sessions/sessions.repo.js';
 
 /** A `users` row as stored. Wire fields (docs/api.md#operations User) keep their column names. */
 export interface UserRow {
@@ -30,9 +31,9 @@ const TAKEN_BY_CONSTRAINT = {
 } as const;
 
 /**
- * Inserts a user, its email unverified unless `is_email_verified` says otherwise (a user the
- * admin API creates). The unique indexes decide races: of parallel sign-ups with one username,
- * exactly one insert succeeds.
+ * Inserts a user, its email unverified unless `is_email_verified` says otherwise (a user an
+ * identity provider vouched for, or one the admin API creates). The unique indexes decide races:
+ * of parallel sign-ups with one username, exactly one insert succeeds.
  * @throws AppError `auth.sign_up.{username,email,phone}_taken` (409) on a unique violation.
  */
 export async function insertUser(
@@ -72,6 +73,21 @@ export async function findTakenIdentifier(
 }
 
 /**
+ * The columns of a user as a sign-in needs them (a {@link UserRow}, its ban, and whether a second
+ * factor is on), for SELECTs from `users`.
+ */
+const SIGN_IN_USER_COLUMNS = `${USER_COLUMNS}, banned_at, banned_until, EXISTS (SELECT 1 FROM mfa_totp m WHERE m.user_id = users.id AND m.enabled_at IS NOT NULL) AS mfa_enabled`;
+
+/** A user as a sign-in checks it: the row, its ban, and whether a second factor is on. */
+export type SignInUser = UserRow & Pick<BanState, 'banned_at' | 'banned_until'> & { mfa_enabled: boolean };
+
+/** The user with this id as a sign-in checks it ({@link SignInUser}), or undefined. */
+export async function findSignInUser(q: Queryable, id: string): Promise<SignInUser | undefined> {
+  const { rows } = await q.query<SignInUser>(`SELECT ${SIGN_IN_USER_COLUMNS} FROM users WHERE id = $1`, [id]);
+  return rows[0];
+}
+
+/**
  * The SELECT of every user named by any of the given (already normalised) identifiers (at most
  * three rows; undefined identifiers match nothing), with its parameters numbered from
  * `$<firstParam>`, for a statement that runs it along with other work: sign-in counts its
@@ -84,8 +100,7 @@ export function usersByIdentifiersQuery(
 ): { sql: string; params: unknown[] } {
   const [u, e, p] = [firstParam, firstParam + 1, firstParam + 2];
   return {
-    sql: `SELECT ${USER_COLUMNS}, banned_at, banned_until, EXISTS (SELECT 1 FROM mfa_totp m WHERE m.user_id = users.id AND m.enabled_at IS NOT NULL) AS mfa_enabled
-            FROM users WHERE username = $${u}::text OR email = $${e}::text OR phone = $${p}::text`,
+    sql: `SELECT ${SIGN_IN_USER_COLUMNS} FROM users WHERE username = $${u}::text OR email = $${e}::text OR phone = $${p}::text`,
     params: [ids.username ?? null, ids.email ?? null, ids.phone ?? null],
   };
 }
@@ -159,6 +174,20 @@ export async function replacePasswordHash(
 }
 
 /**
+ * Sets the first password of a user who has none (docs/api.md#set-a-password), only while it
+ * still has none: of two parallel requests exactly one sets it. Raises `password_version`.
+ * @returns the user as updated, or undefined when it has a password (or does not exist).
+ */
+export async function setFirstPasswordHash(q: Queryable, userId: string, newHash: string, now: Date): Promise<UserRow | undefined> {
+  const { rows } = await q.query<UserRow>(
+    `UPDATE users SET password_hash = $2, password_version = password_version + 1, updated_at = $3
+      WHERE id = $1 AND password_hash IS NULL RETURNING ${USER_COLUMNS}`,
+    [userId, newHash, now],
+  );
+  return rows[0];
+}
+
+/**
  * Sets the password hash whatever it was (a password reset: the code, not the old password,
  * proved the right to change it), and raises `password_version`. Takes the user row's lock, so a parallel sign-in's
  * `createSignInSession` either commits first (and the reset then revokes its session) or finds
@@ -204,15 +233,15 @@ export async function upgradePasswordHash(
 
 /**
  * Marks the email verified if the user still has that email.
- * @returns true when the flag changed from false to true.
+ * @returns the user as it is now when the flag changed from false to true; undefined otherwise.
  */
-export async function markEmailVerified(q: Queryable, userId: string, email: string, now: Date): Promise<boolean> {
-  const { rowCount } = await q.query(
+export async function markEmailVerified(q: Queryable, userId: string, email: string, now: Date): Promise<UserRow | undefined> {
+  const { rows } = await q.query<UserRow>(
     `UPDATE users SET is_email_verified = true, updated_at = $3
-      WHERE id = $1 AND email = $2 AND NOT is_email_verified`,
+      WHERE id = $1 AND email = $2 AND NOT is_email_verified RETURNING ${USER_COLUMNS}`,
     [userId, email, now],
   );
-  return rowCount === 1;
+  return rows[0];
 }
 
 /** The user with this (normalised, lower-case) username, or undefined. */
@@ -249,7 +278,8 @@ export function banInForceSql(alias: string, nowSql: string): string {
 
 /**
  * Bans a user (docs/api.md, admin API: "Bans"): sets the ban (a new one replaces the one in force)
- * and revokes every unrevoked session of the user (`revoked_reason = 'banned'`). Run it in a
+ * and revokes every unrevoked session of the user (`revoked_reason = 'banned'`, each with its
+ * `session.revoked` event, docs/api.md#event-types). Run it in a
  * transaction ({@link Db.transaction}) with whatever else records the ban: the user row is
  * updated first, so a sign-in that is creating a session (which share-locks the row and refuses
  * a banned user) either commits before the ban, whose revocation then sees its session, or
@@ -270,11 +300,8 @@ export async function banUser(
   );
   const stored = rows[0];
   if (stored === undefined) return undefined;
-  const { rowCount } = await q.query(
-    "UPDATE sessions SET revoked_at = $2, revoked_reason = 'banned' WHERE user_id = $1 AND revoked_at IS NULL",
-    [userId, now],
-  );
-  return { ban: stored, sessionsRevoked: rowCount };
+  const sessionsRevoked = await revokeAllSessions(q, userId, 'banned', now);
+  return { ban: stored, sessionsRevoked };
 }
 
 /**

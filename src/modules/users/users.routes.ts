@@ -8,11 +8,11 @@ import { TAGS } from '../../plugins/openapi.js';
 import { MeResponseSchema } from '../sessions/sessions.schemas.js';
 import type { SessionsService } from '../sessions/sessions.service.js';
 import { clearRefreshCookie } from '../sessions/refresh-cookie.js';
-import { ChangePasswordRequestSchema, SignUpRequestSchema, SignUpResponseSchema, toUser } from './users.schemas.js';
+import { ChangePasswordRequestSchema, SetPasswordRequestSchema, SignUpRequestSchema, SignUpResponseSchema, toUser } from './users.schemas.js';
 import type { UsersService } from './users.service.js';
 import { clientContextOf } from '../sessions/sessions.service.js';
 
-/** POST /sign-up, GET /me, POST /change-password (docs/api.md#sign-up, docs/api.md#me, docs/api.md#change-password). */
+/** POST /sign-up, GET /me, POST /change-password, POST /password (docs/api.md#sign-up, docs/api.md#me, docs/api.md#change-password, docs/api.md#set-a-password). */
 export function usersRoutes(deps: {
   users: UsersService;
   sessions: SessionsService;
@@ -81,12 +81,32 @@ export function usersRoutes(deps: {
       },
       async (request, reply) => {
         const caller = callerOf(request);
-        await users.changePassword(caller.user, {
+        await users.changePassword(caller, {
           currentPassword: request.body.current_password,
           newPassword: request.body.new_password,
         }, clientContextOf(request));
         securityEvent(request.log, 'password.changed', { userId: caller.user.id, sessionId: caller.session.id, ip: request.ip });
         clearRefreshCookie(reply);
+        return reply.code(204).send(null);
+      },
+    );
+
+    app.post(
+      '/password',
+      {
+        onRequest: bearer,
+        config: { validationError: 'auth.password.validation_failed' },
+        schema: {
+          summary: 'Set the first password of a user who has none (recent sign-in required)',
+          operationId: 'setPassword',
+          tags: [TAGS.account.name],
+          security: [{ bearerAuth: [] }],
+          body: SetPasswordRequestSchema,
+          response: { 204: Type.Null(), ...errorResponses(400, 401, 409, 413) },
+        },
+      },
+      async (request, reply) => {
+        await users.setPassword(callerOf(request), { newPassword: request.body.new_password }, clientContextOf(request));
         return reply.code(204).send(null);
       },
     );

@@ -50,6 +50,14 @@ export function toUser(row: Pick<UserRow, 'id' | 'username' | 'email' | 'phone' 
   };
 }
 
+/**
+ * The names of the User members whose values differ between `before` and `after`, in the User's
+ * order: the `changed` of a `user.updated` event (docs/api.md#event-types).
+ */
+export function changedMembers(before: User, after: User): (keyof User)[] {
+  return (Object.keys(after) as (keyof User)[]).filter((name) => before[name] !== after[name]);
+}
+
 /** SignUpRequest: at least one of `email` and `phone` (docs/api.md#sign-up). */
 export const SignUpRequestSchema = Type.Object(
   {
@@ -78,6 +86,12 @@ export const SignUpRequestSchema = Type.Object(
 export const SignUpResponseSchema = Type.Object(
   { user: UserSchema },
   { additionalProperties: false, examples: [{ user: { ...EXAMPLE_VERIFIED_USER, is_email_verified: false } }] },
+);
+
+/** SetPasswordRequest (docs/api.md#set-a-password): the first password of a user who has none. */
+export const SetPasswordRequestSchema = Type.Object(
+  { new_password: NewPasswordSchema },
+  { title: 'SetPasswordRequest', additionalProperties: false, examples: [{ new_password: 'plum tractor velvet harbour' }] },
 );
 
 /** ChangePasswordRequest (docs/api.md#change-password). */

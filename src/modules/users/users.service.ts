@@ -12,7 +12,12 @@ import { normalizeEmail, normalizePhone, normalizeUsername } from './identifiers
 import type { BreachedPasswordCheck } from './breached-passwords.js';
 import { checkPassword, SERVICE_NAME } from './password-policy.js';
 import type { CurrentPasswordCheck } from './current-password.js';
-import { findTakenIdentifier, insertUser, replacePasswordHash, type UserRow } from './users.repo.js';
+import type { Authenticated, SessionsService } from '../sessions/sessions.service.js';
+import type { FastifyBaseLogger } from 'fastify';
+import { findTakenIdentifier, insertUser, replacePasswordHash, setFirstPasswordHash, type UserRow } from './users.repo.js';
+import { securityEvent } from '../audit/security-events.js';
+import { toUser } from './users.schemas.js';
+import { recordEvent } from '../events/events.repo.js';
 
 /** A sign-up request after schema validation (docs/api.md#operations SignUpRequest). */
 export interface SignUpInput {
@@ -37,6 +42,9 @@ export interface UsersDeps {
   readonly metrics?: AuthMetrics;
   /** The breached-password check of new passwords (PASSWORD_BREACH_CHECK=hibp); undefined: none. */
   readonly breachedPasswords?: BreachedPasswordCheck | undefined;
+  /** The recent-sign-in check of {@link UsersService.setPassword}. */
+  readonly sessions: Pick<SessionsService, 'requireRecentSignIn'>;
+  readonly log: FastifyBaseLogger;
 }
 
 /** Sign-up and password change. */
@@ -45,7 +53,8 @@ export interface UsersService {
    * Creates a user. Identifiers are normalised (docs/api.md#identifiers) and the password validated
    * before it is hashed (docs/api.md#passwords): its length, then the password policy of
    * {@link checkPassword} (NIST SP 800-63B-4 §3.1.1.2). With an email, the user, the
-   * verification code and its outbox row commit in one transaction (docs/api.md#sign-up).
+   * verification code and its outbox row commit in one transaction (docs/api.md#sign-up), with
+   * the `user.created` event (docs/api.md#event-types).
    * @throws AppError `auth.sign_up.validation_failed` (400) for a phone or password that fails
    *   after normalisation or a password the policy refuses (the message says why);
    *   `auth.sign_up.{username,email,phone}_taken` (409), also for races.
@@ -59,12 +68,23 @@ export interface UsersService {
    * policy and argon2id run, and only a successful change takes its count back. Of two parallel
    * changes exactly one wins; the other gets 401. A verified email address gets a
    * `password_changed` notice from `client`, queued in the same transaction
-   * (docs/api.md#security-notices).
+   * (docs/api.md#security-notices), with the `password.changed` event and a `session.revoked`
+   * event per revoked session (docs/api.md#event-types).
    * @throws AppError `auth.change_password.validation_failed` (400) for a bad length or a
    *   password the policy refuses (the message says why), `auth.invalid_current_password` (401),
    *   `auth.change_password.too_many_attempts` (429, Retry-After).
    */
-  changePassword(user: UserRow, input: { currentPassword: string; newPassword: string }, client: NoticeClient): Promise<void>;
+  changePassword(caller: Authenticated, input: { currentPassword: string; newPassword: string }, client: NoticeClient): Promise<void>;
+  /**
+   * Sets the first password of the caller, a user who has none (signed up through an identity
+   * provider), docs/api.md#set-a-password. In this order: a recent sign-in of the calling
+   * session; no password yet; the password policy (as at sign-up). Then it is hashed and stored
+   * only while the user still has none (a parallel request loses with 409), with a
+   * `password_set` notice in the same transaction. No session is revoked.
+   * @throws AppError `auth.reauthentication_required` (401), `auth.password.already_set` (409),
+   *   `auth.password.validation_failed` (400, the message says why).
+   */
+  setPassword(caller: Authenticated, input: { newPassword: string }, client: NoticeClient): Promise<void>;
 }
 
 /**
@@ -106,21 +126,24 @@ export function createUsersService(deps: UsersDeps): UsersService {
       const user = await db.transaction(async (tx) => {
         const created = await insertUser(tx, { id: randomUUID(), username, email, phone, password_hash: passwordHash }, now);
         if (email !== null) await verification.issueCode(tx, { id: created.id, username, email });
+        await recordEvent(tx, { type: 'user.created', data: { user: toUser(created) } }, now);
         return created;
       });
       if (email !== null) onEmailQueued();
       return user;
     },
 
-    async changePassword(user, input, client) {
+    async changePassword(caller, input, client) {
+      const { user } = caller;
       const newPassword = normalizePassword(input.newPassword);
       if (newPassword === undefined) {
         throw new AppError('auth.change_password.validation_failed', { message: 'new_password must be 8 to 72 characters after NFKC normalisation.' });
       }
       // Every attempt counts per user before any costly check (the password policy takes tens of
       // milliseconds of the event loop, argon2id more); only a right current password takes it back.
-      await currentPassword.verify(user, input.currentPassword, {
+      await currentPassword.verify(caller, input.currentPassword, {
         purpose: 'change_password',
+        validationError: 'auth.change_password.validation_failed',
         ip: client.ip,
         tooMany: 'auth.change_password.too_many_attempts',
         before: async () => {
@@ -134,6 +157,7 @@ export function createUsersService(deps: UsersDeps): UsersService {
         const replaced = await replacePasswordHash(tx, user.id, { expectedVersion: user.password_version, newHash }, now);
         if (!replaced) throw new AppError('auth.invalid_current_password');
         const count = await revokeAllSessions(tx, user.id, 'password_changed', now);
+        await recordEvent(tx, { type: 'password.changed', data: { user_id: user.id, via: 'change_password' } }, now);
         // A reset code issued before the change must not undo it (docs/api.md#change-password).
         await codes.revokeAll(tx, 'password_reset', { id: user.id, email: user.email });
         // An email change asked for with the old password must not complete after it changed.
@@ -146,6 +170,31 @@ export function createUsersService(deps: UsersDeps): UsersService {
       });
       metrics.sessionsRevoked('password_changed', revoked);
       if (noticeAddress(user) !== null) onEmailQueued();
+    },
+
+    async setPassword(caller, input, client) {
+      const { user } = caller;
+      await deps.sessions.requireRecentSignIn(caller);
+      if (user.password_hash !== null) throw new AppError('auth.password.already_set');
+      const newPassword = normalizePassword(input.newPassword);
+      if (newPassword === undefined) {
+        throw new AppError('auth.password.validation_failed', { message: 'new_password must be 8 to 72 characters after NFKC normalisation.' });
+      }
+      const refused = await checkPassword(newPassword, { username: user.username, email: user.email, serviceName: SERVICE_NAME }, policy);
+      if (refused !== undefined) throw new AppError('auth.password.validation_failed', { message: refused.reason });
+      const newHash = await hasher.hash(newPassword);
+      const now = clock.now();
+      const address = noticeAddress(user);
+      const set = await db.transaction(async (tx) => {
+        const updated = await setFirstPasswordHash(tx, user.id, newHash, now);
+        if (updated === undefined) return false;
+        await recordEvent(tx, { type: 'password.changed', data: { user_id: user.id, via: 'set' } }, now);
+        if (address !== null) await queueSecurityNotice(tx, { kind: 'password_set', recipient: address, username: user.username, at: now, client });
+        return true;
+      });
+      if (!set) throw new AppError('auth.password.already_set');
+      if (address !== null) onEmailQueued();
+      securityEvent(deps.log, 'password.set', { userId: user.id, sessionId: caller.session.id, ip: client.ip });
     },
   };
 }

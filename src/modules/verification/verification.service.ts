@@ -8,6 +8,8 @@ import type { RateLimiter } from '../rate-limits/rate-limits.service.js';
 import { UNKNOWN_CLIENT } from '../rate-limits/client-network.js';
 import { findUserByEmail, findUserById, markEmailVerified, type UserRow } from '../users/users.repo.js';
 import type { OneTimeCodes } from '../codes/one-time-codes.service.js';
+import { recordEvent } from '../events/events.repo.js';
+import { toUser } from '../users/users.schemas.js';
 
 export { MAX_CODE_ATTEMPTS } from '../codes/one-time-codes.service.js';
 
@@ -42,7 +44,8 @@ export interface VerificationService {
    * state once (docs/api.md#verification-codes).
    * Failed verifications also count against the client (RATE_LIMIT_VERIFY_PER_IP per 15
    * minutes). Nothing is counted per address: wrong codes sent by a stranger must not stop the
-   * owner's right code (ASVS 5.0 V6.1.1). The guesses an address can receive stay bounded by
+   * owner's right code (ASVS 5.0 V6.1.1). The verification records the `user.email_verified`
+   * event in its transaction (docs/api.md#event-types). The guesses an address can receive stay bounded by
    * the 5 tries of each code and by how often codes are issued (resend: one per address per
    * 60 s), docs/security.md.
    * @throws AppError `auth.verify_email.user_not_found` (404), `auth.verify_email.code_expired`,
@@ -94,10 +97,13 @@ export function createVerificationService(deps: VerificationDeps): VerificationS
             return 'auth.verify_email.too_many_attempts';
           case 'wrong':
             return 'auth.verify_email.code_mismatch';
-          case 'right':
+          case 'right': {
             await codes.consume(tx, checked.codeId);
-            await markEmailVerified(tx, user.id, email, clock.now());
+            const now = clock.now();
+            const verified = await markEmailVerified(tx, user.id, email, now);
+            if (verified !== undefined) await recordEvent(tx, { type: 'user.email_verified', data: { user: toUser(verified) } }, now);
             return 'verified';
+          }
         }
       });
       if (outcome !== 'verified') throw new AppError(outcome);
