@@ -10,7 +10,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import autocannon from 'autocannon';
 import pg from 'pg';
-import { assertion, createPasskey } from './passkey.mjs';
+import { assertion, BENCH_ORIGIN, createPasskey } from './passkey.mjs';
 
 /** The repository root (bench/..). */
 export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
@@ -355,13 +355,14 @@ export function stopChild(child) {
   });
 }
 
-/** The environment of the service: this process's, minus the service's own settings, plus `settings`. */
+/** The environment of the service: this process's, minus the service's own settings, plus the benchmark's (the passkey origin, rate limits) and `settings`. */
 export function serviceEnv(settings) {
   const env = { ...process.env };
   for (const name of Object.keys(env)) {
     if (/^(DATABASE_URL|DATA_DIR|JWT_|SMTP_|RATE_LIMIT_|PORT$|HOST$|METRICS_PORT$|LOG_LEVEL$|MIGRATE_ON_START$|DEMO_PAGE$|CORS_ORIGINS$|TRUST_PROXY$)/.test(name)) delete env[name];
   }
-  return { ...env, HOST: '127.0.0.1', LOG_LEVEL: 'warn', ...BENCH_RATE_LIMITS, ...settings };
+  // The software passkey (bench/passkey.mjs) signs for BENCH_ORIGIN; the default origin follows PORT.
+  return { ...env, HOST: '127.0.0.1', LOG_LEVEL: 'warn', WEBAUTHN_ORIGINS: BENCH_ORIGIN, ...BENCH_RATE_LIMITS, ...settings };
 }
 
 /**
