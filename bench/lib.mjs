@@ -174,7 +174,7 @@ function statFields(statFile) {
 }
 
 /** utime + stime of /proc/<pid>[/task/<tid>]/stat, in seconds. */
-function cpuSecondsOf(statFile) {
+export function cpuSecondsOf(statFile) {
   const fields = statFields(statFile);
   return (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS_PER_SECOND;
 }

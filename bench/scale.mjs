@@ -27,14 +27,15 @@
 //   BENCH_SCALE_USERS (1000000), BENCH_SCALE_SMALL_USERS (10000)   the two population sizes
 //   BENCH_SCALE_SAMPLE (2000)     users (sessions, passkeys) each scenario cycles through, per side
 //   BENCH_SCENARIOS (all)         subset of me,refresh,sign-in,sign-up,sessions,reset,passkey
-//   BENCH_DURATION (5)            seconds measured per side and scenario, in BENCH_ROUNDS (2)
-//                                 alternating slices, after BENCH_WARMUP (2) s of warm-up per side
+//   BENCH_DURATION (5)            seconds measured per side and scenario, in BENCH_ROUNDS (5)
+//                                 alternating slices, after BENCH_WARMUP (1) s of warm-up per side
 //   BENCH_CONNECTIONS (32)        concurrencies measured
 //   BENCH_SCALE_POOL_MODES (1)    0 skips the session-against-transaction pool mode comparison
 //   BENCH_SCALE_KEEP (0)          1 keeps both databases (their names are printed)
 //   BENCH_SCALE_LARGE_TABLE_ROWS (10000)  a sequential scan of a table this large fails the run
 //   BENCH_WRITE (1)               0 prints the results instead of writing docs/
-//   BENCH_MAX_LOAD (1.5), BENCH_QUIET_TIMEOUT (300)  wait for a quieter machine before measuring
+//   BENCH_MAX_LOAD (1.5), BENCH_QUIET_TIMEOUT (600)  wait for a quieter machine before measuring (and
+//                                 up to 60 s before each scenario)
 import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -49,10 +50,12 @@ import { loadKeyStore } from '../dist/src/modules/keys/keys.service.js';
 import { sealTotpSecret } from '../dist/src/modules/mfa/totp-secret.js';
 import { newTotpSecret } from '../dist/src/modules/mfa/totp.js';
 import {
+  ADMIN_URL,
   apiClient,
   combineSlices,
   cookieOf,
   cpuDelta,
+  cpuSecondsOf,
   cpuSnapshot,
   createDatabase,
   dropDatabase,
@@ -85,6 +88,8 @@ const THROUGHPUT_TARGET = 0.9;
 const P99_TARGET = 1.2;
 /** Real users (and passkeys) made through the API whose argon2id hashes and public keys the seeded rows copy. */
 const TEMPLATES = 4;
+/** Longest wait for a quieter machine before each scenario, in seconds (after the first wait, BENCH_QUIET_TIMEOUT). */
+const SCENARIO_QUIET_SECONDS = 60;
 /** Parallel API calls while preparing (untimed). */
 const PREPARE_CONCURRENCY = 4;
 /** Prefix of every value derived from a row number, in SQL and here alike. */
@@ -96,15 +101,15 @@ const settings = {
   sample: Math.floor(envNumber('BENCH_SCALE_SAMPLE', 2_000)),
   scenarios: (process.env.BENCH_SCENARIOS ?? SCALE_SCENARIOS.join(',')).split(',').map((s) => s.trim()),
   seconds: envNumber('BENCH_DURATION', 5),
-  rounds: Math.max(1, Math.floor(envNumber('BENCH_ROUNDS', 2))),
-  warmupSeconds: envNumber('BENCH_WARMUP', 2),
+  rounds: Math.max(1, Math.floor(envNumber('BENCH_ROUNDS', 5))),
+  warmupSeconds: envNumber('BENCH_WARMUP', 1),
   connections: (process.env.BENCH_CONNECTIONS ?? '32').split(',').map((c) => Math.max(1, Math.floor(Number(c)))),
   poolModes: process.env.BENCH_SCALE_POOL_MODES !== '0',
   keep: process.env.BENCH_SCALE_KEEP === '1',
   largeTableRows: envNumber('BENCH_SCALE_LARGE_TABLE_ROWS', 10_000),
   write: process.env.BENCH_WRITE !== '0',
   maxLoad: envNumber('BENCH_MAX_LOAD', 1.5),
-  quietTimeoutSeconds: envNumber('BENCH_QUIET_TIMEOUT', 300),
+  quietTimeoutSeconds: envNumber('BENCH_QUIET_TIMEOUT', 600),
 };
 for (const name of settings.scenarios) if (!SCALE_SCENARIOS.includes(name)) throw new Error(`BENCH_SCENARIOS: "${name}" is not one of ${SCALE_SCENARIOS.join(', ')}`);
 if (settings.smallUsers < 100 || settings.users < settings.smallUsers) throw new Error('BENCH_SCALE_USERS must be at least BENCH_SCALE_SMALL_USERS, which must be at least 100');
@@ -373,12 +378,16 @@ function planSummary(text) {
   const indexes = [...new Set([...text.matchAll(/(?:Index Scan|Index Only Scan)(?: Backward)? using (\w+)|Bitmap Index Scan on (\w+)/g)].map((m) => m[1] ?? m[2]))];
   const executionMs = Number(/Execution Time: ([\d.]+) ms/.exec(text)?.[1] ?? NaN);
   const buffers = /Buffers: ([^\n]+)/.exec(text)?.[1]?.trim() ?? '';
+  // The first Buffers and WAL lines are the top node's, which include its children's.
+  const count = (name) => Number(new RegExp(`shared [^\\n]*?\\b${name}=(\\d+)`).exec(/Buffers: ([^\n]+)/.exec(text)?.[1] ?? '')?.[1] ?? 0);
+  const wal = /WAL: ([^\n]+)/.exec(text)?.[1] ?? '';
+  const walCount = (name) => Number(new RegExp(`\\b${name}=(\\d+)`).exec(wal)?.[1] ?? 0);
   const shape = text
     .split('\n')
     .filter((l) => /->|^\S/.test(l) && !/^(Planning|Execution|Trigger)/.test(l.trim()))
     .map((l) => l.replace(/\s+\(cost=.*$/, '').replace(/\s+\(actual.*$/, '').replace(/\s+\(never executed\)$/, ''))
     .join('\n');
-  return { seqScans, indexes, executionMs, buffers, shape };
+  return { seqScans, indexes, executionMs, buffers, sharedHit: count('hit'), sharedRead: count('read'), walFpi: walCount('fpi'), walBytes: walCount('bytes'), shape };
 }
 
 /** The repository function (or service) that sent the statement: the first frame in dist/src/modules. */
@@ -431,14 +440,14 @@ function explainingDb(db, explainer) {
         await run(rollback);
       }
     };
-    await attempt('custom', async () => planText(await run(`EXPLAIN (ANALYZE, BUFFERS) ${sql}`, params)));
+    await attempt('custom', async () => planText(await run(`EXPLAIN (ANALYZE, BUFFERS, WAL) ${sql}`, params)));
     let prepared = false;
     await attempt('generic', async () => {
       await run(`PREPARE lk_generic AS ${sql}`);
       prepared = true;
       await run('SET LOCAL plan_cache_mode = force_generic_plan');
       const args = params.length === 0 ? '' : `(${params.map(literal).join(', ')})`;
-      return planText(await run(`EXPLAIN (ANALYZE, BUFFERS) EXECUTE lk_generic${args}`));
+      return planText(await run(`EXPLAIN (ANALYZE, BUFFERS, WAL) EXECUTE lk_generic${args}`));
     });
     if (prepared) await run('DEALLOCATE lk_generic');
     return out;
@@ -601,7 +610,8 @@ function drawUsers(n, count, keep, taken) {
 async function prepareData(api, n, sample, privateKeys) {
   const taken = new Set(Object.values(planUsers(n)));
   const meUsers = drawUsers(n, sample, () => true, taken);
-  const refreshUsers = drawUsers(n, sample, () => true, taken);
+  // Without TOTP: when the pool of tokens runs low, bench/lib.mjs's fillRefreshPool signs these users in again.
+  const refreshUsers = drawUsers(n, sample, (g) => !hasTotp(g), taken);
   const signInUsers = drawUsers(n, sample, (g) => !hasTotp(g), taken);
   const passkeyUsers = drawUsers(n, Math.min(sample, Math.floor(settings.smallUsers / 20)), hasPasskey, taken);
   const meSessions = await mapLimit(meUsers, PREPARE_CONCURRENCY, (g) => api.refresh(refreshTokenOf(g)));
@@ -640,19 +650,42 @@ function scaleScenarios() {
 }
 
 /**
+ * CPU seconds so far of each client backend connected to `database` (by pid, from /proc): the
+ * PostgreSQL work of that database's service alone, where the machine's other databases (other
+ * people's tests) would blur a count of every postgres process.
+ */
+async function backendCpu(admin, database) {
+  const { rows } = await admin.query("SELECT pid FROM pg_stat_activity WHERE datname = $1 AND backend_type = 'client backend'", [database]);
+  const seconds = new Map();
+  for (const { pid } of rows) {
+    try {
+      seconds.set(pid, cpuSecondsOf(`/proc/${pid}/stat`));
+    } catch {
+      // ended meanwhile
+    }
+  }
+  return seconds;
+}
+
+/** CPU seconds the backends spent between two {@link backendCpu} readings (a backend new since the first counts whole). */
+const backendCpuDelta = (before, after) => [...after].reduce((sum, [pid, s]) => sum + s - (before.get(pid) ?? 0), 0);
+
+/**
  * One scenario on two sides (services with their API clients and data): a warm-up of each, then
  * `rounds` rounds of a slice on each, the side that goes first alternating, so that drift of the
  * machine's speed weighs on both alike. Slices combined as bench/run.mjs combines them.
  */
-async function measureSides(scenario, connections, sides) {
+async function measureSides(scenario, connections, sides, admin) {
   const sliceSeconds = settings.seconds / settings.rounds;
   const slice = async (side, seconds) => {
     await scenario.prepare?.(side.api, side.data, { connections });
     const before = cpuSnapshot(side.service.pid);
+    const backendsBefore = await backendCpu(admin, side.database);
     const m = await measure({ url: side.service.url, requests: scenario.requests(side.data), connections, seconds });
+    const backendSeconds = backendCpuDelta(backendsBefore, await backendCpu(admin, side.database));
     const cpu = cpuDelta(before, cpuSnapshot(side.service.pid));
     scenario.after?.(side.data);
-    return { ...m, cpu };
+    return { ...m, cpu, backendSeconds };
   };
   for (const side of sides) await slice(side, settings.warmupSeconds);
   const slices = sides.map(() => []);
@@ -661,14 +694,16 @@ async function measureSides(scenario, connections, sides) {
     for (const i of order) slices[i].push(await slice(sides[i], sliceSeconds));
   }
   const [a, b] = slices.map((s) => {
-    const { latencies: _l, ...rest } = combineSlices(s);
-    return rest;
+    const combined = combineSlices(s);
+    const backendSeconds = s.reduce((sum, x) => sum + x.backendSeconds, 0);
+    return { ...combined, databaseBackendMicrosecondsPerRequest: combined.ok > 0 ? (backendSeconds * 1e6) / combined.ok : null };
   });
   const throughputRatio = b.reqPerSec > 0 ? a.reqPerSec / b.reqPerSec : null;
   const p99Ratio = b.p99Ms > 0 ? a.p99Ms / b.p99Ms : null;
   log(
     `${scenario.name.padEnd(8)} c=${connections} ${sides[0].name} ${a.reqPerSec.toFixed(0)} req/s p99 ${a.p99Ms?.toFixed(2)} ms non2xx ${a.non2xx} | ` +
-      `${sides[1].name} ${b.reqPerSec.toFixed(0)} req/s p99 ${b.p99Ms?.toFixed(2)} ms non2xx ${b.non2xx} | ratio ${throughputRatio?.toFixed(3)}, p99 ×${p99Ratio?.toFixed(2)}`,
+      `${sides[1].name} ${b.reqPerSec.toFixed(0)} req/s p99 ${b.p99Ms?.toFixed(2)} ms non2xx ${b.non2xx} | ratio ${throughputRatio?.toFixed(3)}, p99 ×${p99Ratio?.toFixed(2)}` +
+      ` | PostgreSQL µs/req ${fmt(a.databaseBackendMicrosecondsPerRequest)} / ${fmt(b.databaseBackendMicrosecondsPerRequest)}`,
   );
   return { scenario: scenario.name, label: scenario.label, connections, load1: loadAverage().one, [sides[0].name]: a, [sides[1].name]: b, throughputRatio, p99Ratio };
 }
@@ -707,26 +742,33 @@ function renderScale(report) {
     `#### Hot paths, ${L} against ${S} (${s.seconds} s per side in ${s.rounds} alternating slices, after ${s.warmupSeconds} s of warm-up; ${s.sample} users drawn per scenario)`,
     '',
     table(
-      ['Scenario', 'Conn.', `${L} req/s`, `${S} req/s`, 'Ratio (≥ 0.9)', `${L} p99 ms`, `${S} p99 ms`, 'p99 × (≤ 1.2)', 'PostgreSQL µs/req', 'Met'],
+      ['Scenario', 'Conn.', `${L} req/s`, `${S} req/s`, 'Ratio (≥ 0.9)', `${L} p99 ms`, `${S} p99 ms`, 'p99 × (≤ 1.2)', `PostgreSQL µs/req, ${L} / ${S}`, 'Load', 'Met'],
       report.results.map((r) => {
         const met = r.throughputRatio >= THROUGHPUT_TARGET && r.p99Ratio <= P99_TARGET;
-        const pgUs = (side) => fmt(side.cpuMicrosecondsPerRequest?.postgres);
-        return [r.label, r.connections, fmt(r.large.reqPerSec), fmt(r.small.reqPerSec), fmt(r.throughputRatio, 2), fmt(r.large.p99Ms, 1), fmt(r.small.p99Ms, 1), fmt(r.p99Ratio, 2), `${pgUs(r.large)} / ${pgUs(r.small)}`, met ? 'yes' : '**no**'];
+        const pgUs = (side) => fmt(side.databaseBackendMicrosecondsPerRequest);
+        return [r.label, r.connections, fmt(r.large.reqPerSec), fmt(r.small.reqPerSec), fmt(r.throughputRatio, 2), fmt(r.large.p99Ms, 1), fmt(r.small.p99Ms, 1), fmt(r.p99Ratio, 2), `${pgUs(r.large)} / ${pgUs(r.small)}`, fmt(r.load1, 1), met ? 'yes' : '**no**'];
       }),
     ),
     '',
-    `#### Plans (${report.plans.statements.length} statements, EXPLAIN (ANALYZE, BUFFERS) on the ${L} database)`,
+    `#### Plans (${report.plans.statements.length} statements, EXPLAIN (ANALYZE, BUFFERS, WAL) once each; ${S} in brackets)`,
+    '',
+    'Indexes read by the custom plan; "same" when the generic plan has the same nodes. Buffers: shared pages found in PostgreSQL\'s cache / read from outside it. FPI: full-page images written to the WAL.',
     '',
     table(
-      ['Flow', 'Statement of', 'Indexes (custom plan)', 'Generic plan', 'ms', 'Buffers'],
-      report.plans.statements.map((p) => [
-        p.scenarios.join(', '),
-        `\`${p.caller}\``,
-        p.customSummary === undefined ? `failed: ${p.customError}` : p.customSummary.indexes.length === 0 ? (p.customSummary.seqScans.length === 0 ? 'none read' : `**Seq Scan ${p.customSummary.seqScans.join(', ')}**`) : p.customSummary.indexes.join(', '),
-        p.genericSummary === undefined ? `failed: ${p.genericError}` : p.genericSummary.shape === p.customSummary?.shape ? 'same' : p.genericSummary.indexes.join(', ') || 'other',
-        fmt(p.customSummary?.executionMs, 3),
-        p.customSummary?.buffers ?? '',
-      ]),
+      ['Flow', 'Statement of', 'Indexes', 'Generic plan', 'ms', 'Buffers hit / read', 'FPI'],
+      report.plans.statements.map((p) => {
+        const c = p.customSummary;
+        const b = p.small;
+        return [
+          p.scenarios.join(', '),
+          `\`${p.caller}\``,
+          c === undefined ? `failed: ${p.customError}` : c.indexes.length === 0 ? (c.seqScans.length === 0 ? 'none read' : `**Seq Scan ${c.seqScans.join(', ')}**`) : c.indexes.join(', '),
+          p.genericSummary === undefined ? `failed: ${p.genericError}` : p.genericSummary.shape === c?.shape ? 'same' : p.genericSummary.indexes.join(', ') || 'other',
+          `${fmt(c?.executionMs, 2)} (${fmt(b?.executionMs, 2)})`,
+          `${c?.sharedHit ?? ''} / ${c?.sharedRead ?? ''} (${b?.sharedHit ?? ''} / ${b?.sharedRead ?? ''})`,
+          `${c?.walFpi ?? ''} (${b?.walFpi ?? ''})`,
+        ];
+      }),
     ),
     '',
     report.plans.failures.length === 0
@@ -739,8 +781,8 @@ function renderScale(report) {
       `#### DATABASE_POOL_MODE on the ${L} database (both straight to PostgreSQL)`,
       '',
       table(
-        ['Scenario', 'Conn.', 'session req/s', 'transaction req/s', 'transaction / session', 'session p99 ms', 'transaction p99 ms', 'PostgreSQL µs/req (session / transaction)'],
-        report.poolModes.map((r) => [r.label, r.connections, fmt(r.session.reqPerSec), fmt(r.transaction.reqPerSec), fmt(r.throughputRatio && 1 / r.throughputRatio, 2), fmt(r.session.p99Ms, 1), fmt(r.transaction.p99Ms, 1), `${fmt(r.session.cpuMicrosecondsPerRequest?.postgres)} / ${fmt(r.transaction.cpuMicrosecondsPerRequest?.postgres)}`]),
+        ['Scenario', 'Conn.', 'session req/s', 'transaction req/s', 'transaction / session', 'session p99 ms', 'transaction p99 ms', 'PostgreSQL µs/req, session / transaction', 'Load'],
+        report.poolModes.map((r) => [r.label, r.connections, fmt(r.session.reqPerSec), fmt(r.transaction.reqPerSec), fmt(r.throughputRatio && 1 / r.throughputRatio, 2), fmt(r.session.p99Ms, 1), fmt(r.transaction.p99Ms, 1), `${fmt(r.session.databaseBackendMicrosecondsPerRequest)} / ${fmt(r.transaction.databaseBackendMicrosecondsPerRequest)}`, fmt(r.load1, 1)]),
       ),
     );
   }
@@ -804,32 +846,45 @@ async function main() {
   log('plans of the measured routes\' statements (stdout)');
   const statements = await capturePlans({ env: envOf(urls.large), dbUrl: urls.large, n: settings.users, templates });
   const failures = reportPlans(statements, await tableRows(urls.large));
+  // The same flows on the small database, for the per-statement comparison (buffers, WAL, time).
+  const smallStatements = new Map((await capturePlans({ env: envOf(urls.small), dbUrl: urls.small, n: settings.smallUsers, templates })).map((st) => [st.sql, st]));
+  for (const st of statements) {
+    const other = smallStatements.get(st.sql);
+    st.small = other?.custom === undefined ? undefined : planSummary(other.custom);
+  }
   log(`${statements.length} statements explained; ${failures.length} with a sequential scan of a large table`);
 
   const large = track(await startService({ env: envOf(urls.large), logFile: path.join(logDir, 'large.log') }));
   const small = track(await startService({ env: envOf(urls.small), logFile: path.join(logDir, 'small.log') }));
   const sides = [
-    { name: 'large', service: large, api: apiClient(large.url) },
-    { name: 'small', service: small, api: apiClient(small.url) },
+    { name: 'large', database: names.large, service: large, api: apiClient(large.url) },
+    { name: 'small', database: names.small, service: small, api: apiClient(small.url) },
   ];
   for (const side of sides) side.data = await prepareData(side.api, side.name === 'large' ? settings.users : settings.smallUsers, settings.sample, templates.privateKeys);
   const quiet = await waitForQuiet({ maxLoad: settings.maxLoad, timeoutSeconds: settings.quietTimeoutSeconds, pollSeconds: 15 });
   log(`measuring (1-min load ${quiet.after.one})`);
+  const admin = new pg.Client({ connectionString: ADMIN_URL });
+  await admin.connect();
   const results = [];
-  for (const scenario of scaleScenarios()) for (const connections of settings.connections) results.push(await measureSides(scenario, connections, sides));
+  for (const scenario of scaleScenarios()) {
+    // A short wait before each scenario too: other work on the machine comes and goes.
+    await waitForQuiet({ maxLoad: settings.maxLoad, timeoutSeconds: SCENARIO_QUIET_SECONDS, pollSeconds: 10 });
+    for (const connections of settings.connections) results.push(await measureSides(scenario, connections, sides, admin));
+  }
 
   let poolModes = null;
   if (settings.poolModes) {
     const transaction = track(await startService({ env: envOf(urls.large, { DATABASE_POOL_MODE: 'transaction' }), logFile: path.join(logDir, 'large-transaction.log') }));
     const modeSides = [
-      { name: 'session', service: large, api: sides[0].api, data: sides[0].data },
-      { name: 'transaction', service: transaction, api: apiClient(transaction.url), data: sides[0].data },
+      { name: 'session', database: names.large, service: large, api: sides[0].api, data: sides[0].data },
+      { name: 'transaction', database: names.large, service: transaction, api: apiClient(transaction.url), data: sides[0].data },
     ];
     poolModes = [];
-    for (const scenario of scaleScenarios().filter((sc) => sc.name === 'me' || sc.name === 'refresh')) poolModes.push(await measureSides(scenario, settings.connections[0], modeSides));
+    for (const scenario of scaleScenarios().filter((sc) => sc.name === 'me' || sc.name === 'refresh')) poolModes.push(await measureSides(scenario, settings.connections[0], modeSides, admin));
     await transaction.stop();
   }
   await Promise.all([large.stop(), small.stop()]);
+  await admin.end();
 
   const { rows: shared } = await withClient(urls.large, (c) => c.query('SHOW shared_buffers'));
   const report = {
