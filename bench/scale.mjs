@@ -71,6 +71,7 @@ import {
   ROOT,
   SCENARIOS,
   serviceEnv,
+  sleep,
   startService,
   stopChild,
   waitForQuiet,
@@ -670,10 +671,38 @@ async function backendCpu(admin, database) {
 /** CPU seconds the backends spent between two {@link backendCpu} readings (a backend new since the first counts whole). */
 const backendCpuDelta = (before, after) => [...after].reduce((sum, [pid, s]) => sum + s - (before.get(pid) ?? 0), 0);
 
+/** Busy CPU below which, over {@link SETTLE_POLL_MS}, a service counts as idle. */
+const SETTLE_IDLE_SECONDS = 0.01;
+const SETTLE_POLL_MS = 100;
+/** Longest wait for a service to become idle after a slice. */
+const SETTLE_TIMEOUT_MS = 10_000;
+
+/**
+ * Waits until the service `pid` is idle (its threads used less than {@link SETTLE_IDLE_SECONDS}
+ * of CPU in {@link SETTLE_POLL_MS}), for at most {@link SETTLE_TIMEOUT_MS}. Requests still in
+ * flight when a slice stops go on in the service (argon2id hashes queued on libuv's pool): without
+ * this, a sign-up slice's backlog would run in the next slice, the other side's or the next
+ * scenario's, and be counted there.
+ */
+async function settle(pid) {
+  const busy = () => {
+    const s = cpuSnapshot(pid);
+    return s.mainThread + s.otherThreads;
+  };
+  let last = busy();
+  for (let waited = 0; waited < SETTLE_TIMEOUT_MS; waited += SETTLE_POLL_MS) {
+    await sleep(SETTLE_POLL_MS);
+    const now = busy();
+    if (now - last < SETTLE_IDLE_SECONDS) return;
+    last = now;
+  }
+}
+
 /**
  * One scenario on two sides (services with their API clients and data): a warm-up of each, then
  * `rounds` rounds of a slice on each, the side that goes first alternating, so that drift of the
- * machine's speed weighs on both alike. Slices combined as bench/run.mjs combines them.
+ * machine's speed weighs on both alike, each slice followed by a wait until its service is idle.
+ * Slices combined as bench/run.mjs combines them.
  */
 async function measureSides(scenario, connections, sides, admin) {
   const sliceSeconds = settings.seconds / settings.rounds;
@@ -685,6 +714,7 @@ async function measureSides(scenario, connections, sides, admin) {
     const backendSeconds = backendCpuDelta(backendsBefore, await backendCpu(admin, side.database));
     const cpu = cpuDelta(before, cpuSnapshot(side.service.pid));
     scenario.after?.(side.data);
+    await settle(side.service.pid);
     return { ...m, cpu, backendSeconds };
   };
   for (const side of sides) await slice(side, settings.warmupSeconds);
