@@ -11,13 +11,15 @@
 //    tenth with a passkey; an outbox and a code history of half as many rows as users, rate-limit
 //    windows and expired challenges. Then VACUUM ANALYZE, as autovacuum would have. Timed per table.
 // 3. Plans: builds the service in this process on the large database with a database wrapper
-//    that, before each statement a measured route runs, runs EXPLAIN (ANALYZE, BUFFERS) of that
+//    that, before each statement a measured route runs, runs EXPLAIN (ANALYZE, BUFFERS, WAL) of that
 //    very statement with its very parameters (rolled back), as a custom plan and as a generic
 //    plan (the one a prepared statement may switch to). Prints every plan; the run fails (exit 1)
 //    when any of them reads a large table (BENCH_SCALE_LARGE_TABLE_ROWS, 10,000 rows) sequentially.
+//    The same flows on the small database give the per-statement comparison (buffers, WAL, time).
 // 4. Starts the service on each database and measures every scenario on both, alternating slices
 //    (large, small, then small, large, ...), over users, sessions and passkeys drawn at random
-//    from the whole seeded population (BENCH_SCALE_SAMPLE per scenario, 2,000).
+//    from the whole seeded population (BENCH_SCALE_SAMPLE per scenario, 2,000), and reads the CPU
+//    time of each database's own PostgreSQL backends per request.
 // 5. Optionally /me and refresh with DATABASE_POOL_MODE=session against transaction (unnamed
 //    statements), both straight to PostgreSQL on the large database.
 // 6. Writes docs/performance-scale.json and the results part of docs/performance.md ("At a million
@@ -373,7 +375,7 @@ async function makeTemplates(api, dbUrl) {
 // ---------------------------------------------------------------------------------------------
 // Plans of the statements the measured routes run.
 
-/** A statement's plan, reduced: sequential scans and indexes read, time, buffers. */
+/** A statement's plan (EXPLAIN text), reduced: sequential scans and indexes read, time, buffers, WAL, and its nodes without figures. */
 function planSummary(text) {
   const seqScans = [...text.matchAll(/Seq Scan on (\w+)/g)].map((m) => m[1]);
   const indexes = [...new Set([...text.matchAll(/(?:Index Scan|Index Only Scan)(?: Backward)? using (\w+)|Bitmap Index Scan on (\w+)/g)].map((m) => m[1] ?? m[2]))];
@@ -404,7 +406,7 @@ function callerOf(stack) {
 const oneLine = (sql) => sql.replace(/\s+/g, ' ').trim();
 
 /**
- * A {@link Db} that, before each statement of a labelled flow, runs EXPLAIN (ANALYZE, BUFFERS) of
+ * A {@link Db} that, before each statement of a labelled flow, runs EXPLAIN (ANALYZE, BUFFERS, WAL) of
  * it with its parameters, custom (as the statement runs unnamed, and the first five times
  * prepared) and generic (PREPARE with plan_cache_mode = force_generic_plan: the plan a prepared
  * statement may switch to after that), and rolls the EXPLAIN's effects back: inside the caller's
