@@ -342,6 +342,23 @@ async function spawnUntilReady({ args, env, port, readyPath, logFile, readyTimeo
   throw new Error(`${args.join(' ')} did not answer within ${readyTimeoutMs} ms; see ${logFile}`);
 }
 
+/**
+ * The child processes a benchmark started, to stop together on the way out whatever happens:
+ * `track(started)` records a started child (what {@link startService} and the like return) until
+ * it exits, and returns it; `stopAll()` stops those still running.
+ */
+export function childProcesses() {
+  const children = new Set();
+  return {
+    track(started) {
+      children.add(started.child);
+      started.child.once('exit', () => children.delete(started.child));
+      return started;
+    },
+    stopAll: () => Promise.all([...children].map((child) => stopChild(child))),
+  };
+}
+
 /** SIGTERM, then SIGKILL after {@link STOP_TIMEOUT_MS}; resolves with the exit code. */
 export function stopChild(child) {
   if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve(child.exitCode);

@@ -54,6 +54,7 @@ import { newTotpSecret } from '../dist/src/modules/mfa/totp.js';
 import {
   ADMIN_URL,
   apiClient,
+  childProcesses,
   combineSlices,
   cookieOf,
   cpuDelta,
@@ -75,7 +76,6 @@ import {
   serviceEnv,
   sleep,
   startService,
-  stopChild,
   waitForQuiet,
   withClient,
   writeSigningKey,
@@ -829,17 +829,13 @@ const names = { large: `latchkey_scale_${stamp}_large`, small: `latchkey_scale_$
 const tmp = mkdtempSync(path.join(os.tmpdir(), 'latchkey-scale-'));
 const logDir = path.join(tmp, 'logs');
 mkdirSync(logDir);
-const children = new Set();
-const track = (started) => {
-  children.add(started.child);
-  started.child.once('exit', () => children.delete(started.child));
-  return started;
-};
+/** Child processes still running, stopped on the way out whatever happens. */
+const { track, stopAll } = childProcesses();
 let cleanedUp = false;
 async function cleanup() {
   if (cleanedUp) return;
   cleanedUp = true;
-  await Promise.all([...children].map((child) => stopChild(child)));
+  await stopAll();
   if (settings.keep) log(`kept ${names.large} and ${names.small} (BENCH_SCALE_KEEP=1)`);
   else for (const name of Object.values(names)) await dropDatabase(name).catch((err) => log(`could not drop ${name}: ${err.message}`));
   rmSync(tmp, { recursive: true, force: true });
