@@ -10,7 +10,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import autocannon from 'autocannon';
 import pg from 'pg';
-import { assertion, createPasskey } from './passkey.mjs';
+import { assertion, BENCH_ORIGIN, createPasskey } from './passkey.mjs';
 
 /** The repository root (bench/..). */
 export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
@@ -176,7 +176,7 @@ function statFields(statFile) {
 }
 
 /** utime + stime of /proc/<pid>[/task/<tid>]/stat, in seconds. */
-function cpuSecondsOf(statFile) {
+export function cpuSecondsOf(statFile) {
   const fields = statFields(statFile);
   return (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS_PER_SECOND;
 }
@@ -344,6 +344,23 @@ async function spawnUntilReady({ args, env, port, readyPath, logFile, readyTimeo
   throw new Error(`${args.join(' ')} did not answer within ${readyTimeoutMs} ms; see ${logFile}`);
 }
 
+/**
+ * The child processes a benchmark started, to stop together on the way out whatever happens:
+ * `track(started)` records a started child (what {@link startService} and the like return) until
+ * it exits, and returns it; `stopAll()` stops those still running.
+ */
+export function childProcesses() {
+  const children = new Set();
+  return {
+    track(started) {
+      children.add(started.child);
+      started.child.once('exit', () => children.delete(started.child));
+      return started;
+    },
+    stopAll: () => Promise.all([...children].map((child) => stopChild(child))),
+  };
+}
+
 /** SIGTERM, then SIGKILL after {@link STOP_TIMEOUT_MS}; resolves with the exit code. */
 export function stopChild(child) {
   if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve(child.exitCode);
@@ -357,13 +374,14 @@ export function stopChild(child) {
   });
 }
 
-/** The environment of the service: this process's, minus the service's own settings, plus `settings`. */
+/** The environment of the service: this process's, minus the service's own settings, plus the benchmark's (the passkey origin, rate limits) and `settings`. */
 export function serviceEnv(settings) {
   const env = { ...process.env };
   for (const name of Object.keys(env)) {
     if (/^(DATABASE_URL|DATA_DIR|JWT_|SMTP_|RATE_LIMIT_|PORT$|HOST$|METRICS_PORT$|ADMIN_PORT$|ADMIN_HOST$|LOG_LEVEL$|MIGRATE_ON_START$|DEMO_PAGE$|CORS_ORIGINS$|TRUST_PROXY$)/.test(name)) delete env[name];
   }
-  return { ...env, HOST: '127.0.0.1', LOG_LEVEL: 'warn', ...BENCH_RATE_LIMITS, ...settings };
+  // The software passkey (bench/passkey.mjs) signs for BENCH_ORIGIN; the default origin follows PORT.
+  return { ...env, HOST: '127.0.0.1', LOG_LEVEL: 'warn', WEBAUTHN_ORIGINS: BENCH_ORIGIN, ...BENCH_RATE_LIMITS, ...settings };
 }
 
 /**

@@ -1,12 +1,12 @@
 // A software passkey for the benchmark's `passkey` scenario (bench/lib.mjs): ES256 credentials
 // with `none` attestation, made and used the way a browser and its authenticator do
 // (W3C WebAuthn Level 3 §6.1, §6.5.1), for the origin and RP ID the benchmark's service is
-// configured with (the defaults, WEBAUTHN_ORIGINS and WEBAUTHN_RP_ID). Its signature counter
+// configured with (WEBAUTHN_ORIGINS and WEBAUTHN_RP_ID). Its signature counter
 // stays 0, as synced passkeys keep none, so requests of one credential may run in parallel.
 import { createHash, generateKeyPairSync, randomBytes, sign } from 'node:crypto';
 import { isoCBOR } from '@simplewebauthn/server/helpers';
 
-/** The service's default WEBAUTHN_ORIGINS and WEBAUTHN_RP_ID (the benchmark sets neither). */
+/** The WEBAUTHN_ORIGINS the benchmark sets (bench/lib.mjs serviceEnv) and the default WEBAUTHN_RP_ID. */
 export const BENCH_ORIGIN = 'http://localhost:3000';
 const RP_ID_HASH = createHash('sha256').update('localhost').digest();
 /** Authenticator data flags: user present (0x01), user verified (0x04), attested credential data (0x40). */

@@ -18,7 +18,8 @@ const PEAK_RSS_TARGET_MIB = 200;
 const START_TARGET_MS = 1000;
 const TARGET_CONNECTIONS = 32;
 
-const fmt = (v, digits = 0) => (v === null || v === undefined || !Number.isFinite(v) ? 'n/a' : v.toFixed(digits));
+/** `v` with `digits` decimals, or n/a. */
+export const fmt = (v, digits = 0) => (v === null || v === undefined || !Number.isFinite(v) ? 'n/a' : v.toFixed(digits));
 function spread(values, digits = 0) {
   const xs = values.filter((v) => typeof v === 'number' && Number.isFinite(v));
   if (xs.length === 0) return 'n/a';
@@ -69,7 +70,8 @@ function scenarioRows(passes) {
     ];
   });
 }
-function table(header, rows) {
+/** A Markdown table. */
+export function table(header, rows) {
   return [`| ${header.join(' | ')} |`, `|${header.map(() => '---').join('|')}|`, ...rows.map((r) => `| ${r.join(' | ')} |`)].join('\n');
 }
 
@@ -152,11 +154,14 @@ export function renderResults(report) {
   return lines.join('\n');
 }
 
-/** Replaces the results section of `file` (between the markers), or appends one. */
-export function writeDocs(file, section) {
+/**
+ * Replaces the section of `file` between the markers `begin` and `end` (by default those of
+ * bench/run.mjs's results) with `section` (which carries the markers), or appends it.
+ */
+export function writeDocs(file, section, { begin: beginMarker = BEGIN, end: endMarker = END } = {}) {
   const text = existsSync(file) ? readFileSync(file, 'utf8') : '# Performance\n\n## Results\n\n';
-  const begin = text.indexOf(BEGIN);
-  const end = text.indexOf(END);
-  const next = begin !== -1 && end > begin ? `${text.slice(0, begin)}${section.trimEnd()}\n${text.slice(end + END.length).replace(/^\n/, '')}` : `${text.trimEnd()}\n\n${section}`;
+  const begin = text.indexOf(beginMarker);
+  const end = text.indexOf(endMarker);
+  const next = begin !== -1 && end > begin ? `${text.slice(0, begin)}${section.trimEnd()}\n${text.slice(end + endMarker.length).replace(/^\n/, '')}` : `${text.trimEnd()}\n\n${section}`;
   writeFileSync(file, next);
 }

@@ -29,6 +29,7 @@ import { loadConfig } from '../dist/src/config.js';
 import { argon2Concurrency } from '../dist/src/crypto/password.js';
 import {
   apiClient,
+  childProcesses,
   argon2Ceiling,
   combineSlices,
   cpuDelta,
@@ -55,7 +56,6 @@ import {
   startFloor,
   startReference,
   startService,
-  stopChild,
   waitForQuiet,
   withClient,
   writeSigningKey,
@@ -97,17 +97,12 @@ const logDir = path.join(tmp, 'logs');
 mkdirSync(logDir);
 const dbName = `auth_bench_${Date.now()}`;
 /** Child processes still running, stopped on the way out whatever happens. */
-const children = new Set();
-const track = (started) => {
-  children.add(started.child);
-  started.child.once('exit', () => children.delete(started.child));
-  return started;
-};
+const { track, stopAll } = childProcesses();
 let cleanedUp = false;
 async function cleanup() {
   if (cleanedUp) return;
   cleanedUp = true;
-  await Promise.all([...children].map((child) => stopChild(child)));
+  await stopAll();
   await dropDatabase(dbName).catch((err) => log(`could not drop ${dbName}: ${err.message}`));
   rmSync(tmp, { recursive: true, force: true });
 }

@@ -510,3 +510,34 @@ describe('sign-in racing change-password', () => {
     expect(rows[0]!.n).toBe(0);
   });
 });
+
+describe('ids of sessions, devices and refresh tokens are time-ordered (UUID version 7, RFC 9562)', () => {
+  /** Version nibble 7, variant bits 10. */
+  const UUID_V7 = /^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
+  const timeOf = (id: string): number => parseInt(id.replace(/-/g, '').slice(0, 12), 16);
+
+  it('a sign-in and a refresh make ids whose first 48 bits are the time they were made, the newer token\'s sorting after the older', async () => {
+    const user = await createVerifiedUser(ctx);
+    const before = Date.now();
+    const s = await signIn(ctx, { username: user.username, password: user.password });
+    const rotated = await refresh(ctx, s.refreshToken);
+    const after = Date.now();
+    expect(rotated.statusCode, rotated.body).toBe(200);
+    expect(s.sessionId).toMatch(UUID_V7);
+    expect(timeOf(s.sessionId)).toBeGreaterThanOrEqual(before);
+    expect(timeOf(s.sessionId)).toBeLessThanOrEqual(after);
+    const listed = await withBearer(ctx, 'GET', '/auth/v0/sessions', s.accessToken);
+    const deviceId = (listed.json() as { sessions: WireSession[] }).sessions.find((x) => x.id === s.sessionId)!.device_id!;
+    expect(deviceId).toMatch(UUID_V7);
+    const { rows } = await ctx.db.query<{ id: string; parent_id: string | null }>('SELECT id::text, parent_id::text FROM refresh_tokens WHERE session_id = $1', [s.sessionId]);
+    expect(rows).toHaveLength(2);
+    const first = rows.find((r) => r.parent_id === null)!;
+    const second = rows.find((r) => r.parent_id === first.id)!;
+    for (const id of [first.id, second.id]) {
+      expect(id).toMatch(UUID_V7);
+      expect(timeOf(id)).toBeGreaterThanOrEqual(before);
+      expect(timeOf(id)).toBeLessThanOrEqual(after);
+    }
+    expect(first.id < second.id || timeOf(first.id) === timeOf(second.id)).toBe(true);
+  });
+});

@@ -4,6 +4,7 @@ import type { Queryable } from '../../db/db.js';
 import { constantTimeEqual, hmacSha256, newVerificationCode } from '../../crypto/secrets.js';
 import { cancelPendingEmails, enqueueEmail } from '../mail/outbox.repo.js';
 import { consumeCode, lockLiveCode, recordWrongAttempt, replaceCode, supersedeCodes, type CodePurpose } from './one-time-codes.repo.js';
+import { newTimeOrderedId } from '../../crypto/ids.js';
 
 export type { CodePurpose } from './one-time-codes.repo.js';
 
@@ -77,7 +78,7 @@ export function createOneTimeCodes(deps: OneTimeCodesDeps): OneTimeCodes {
       const superseded = await replaceCode(tx, { id, purpose, userId: user.id, userEmail: user.email, email: recipient, codeHash: hashCode(id, code), now, expiresAt });
       if (superseded === undefined) return false;
       await cancelCodeEmails(tx, purpose, [recipient, ...superseded], 'superseded by a newer code', now);
-      await enqueueEmail(tx, { id: randomUUID(), kind: purpose, recipient, payload: { username: user.username, code }, now, expiresAt });
+      await enqueueEmail(tx, { id: newTimeOrderedId(), kind: purpose, recipient, payload: { username: user.username, code }, now, expiresAt });
       return true;
     },
 

@@ -1,7 +1,7 @@
-import { randomUUID } from 'node:crypto';
 import type { Queryable } from '../../db/db.js';
 import type { SecurityNoticeKind } from './mail.templates.js';
 import { enqueueEmail } from './outbox.repo.js';
+import { newTimeOrderedId } from '../../crypto/ids.js';
 
 export type { SecurityNoticeKind } from './mail.templates.js';
 
@@ -50,7 +50,7 @@ export interface SecurityNotice {
  * @returns the outbox row id.
  */
 export async function queueSecurityNotice(tx: Queryable, notice: SecurityNotice): Promise<string> {
-  const id = randomUUID();
+  const id = newTimeOrderedId();
   const ua = notice.client.userAgent;
   await enqueueEmail(tx, {
     id,

@@ -1,6 +1,5 @@
 import type { FastifyBaseLogger } from 'fastify';
 import type { Clock } from '../../clock.js';
-import { randomUUID } from 'node:crypto';
 import type { Db, Queryable } from '../../db/db.js';
 import { AppError, type ErrorCode } from '../../errors.js';
 import type { AuthMetrics } from '../../metrics.js';
@@ -20,6 +19,7 @@ import { checkPassword, SERVICE_NAME } from '../users/password-policy.js';
 import { findUserByEmail, lockUser, markEmailVerified, setPasswordHash } from '../users/users.repo.js';
 import { toUser } from '../users/users.schemas.js';
 import { recordEvent } from '../events/events.repo.js';
+import { newTimeOrderedId } from '../../crypto/ids.js';
 
 /** The user id an unknown address is checked under: no user has it, so the lookup finds no code. */
 const NO_USER_ID = '00000000-0000-0000-0000-000000000000';
@@ -125,7 +125,7 @@ export function createPasswordResetService(deps: PasswordResetDeps): PasswordRes
       // One durable row for every address, known or not: the same statement either way.
       const now = clock.now();
       await enqueueEmail(db, {
-        id: randomUUID(),
+        id: newTimeOrderedId(),
         kind: 'password_reset_request',
         recipient: email,
         payload: {},

@@ -1,4 +1,3 @@
-import { randomUUID } from 'node:crypto';
 import type { FastifyBaseLogger } from 'fastify';
 import type { Clock } from '../../clock.js';
 import type { Db, Queryable } from '../../db/db.js';
@@ -13,6 +12,7 @@ import { hasCookieLifetimeLeft, insertRefreshToken, lockRefreshToken, markRotate
 import { LAST_USED_RESOLUTION_SECONDS, revokeSession, touchSession } from './sessions.repo.js';
 import type { ClientContext, IssuedTokens } from './sessions.service.js';
 import { recordEvent } from '../events/events.repo.js';
+import { newTimeOrderedId } from '../../crypto/ids.js';
 
 /** Dependencies of {@link createRefresh}: the matching fields of the sessions service's. */
 export interface RefreshDeps {
@@ -88,7 +88,7 @@ export function createRefresh(deps: RefreshDeps): (presented: string | undefined
       if (token.session_revoked_at !== null || !hasCookieLifetimeLeft(token.session_expires_at, now)) return { kind: 'invalid' };
       const refreshToken = newRefreshToken();
       await markRotated(tx, token.id, now, successorCiphertextFor(refreshReuseGraceSeconds, presented, refreshToken));
-      await insertRefreshToken(tx, { id: randomUUID(), sessionId: token.session_id, tokenHash: sha256(refreshToken), parentId: token.id, now });
+      await insertRefreshToken(tx, { id: newTimeOrderedId(), sessionId: token.session_id, tokenHash: sha256(refreshToken), parentId: token.id, now });
       return { kind: 'rotated', ...family, tokens: await finish(tx, token, refreshToken, now) };
     });
 
@@ -110,7 +110,7 @@ export function createRefresh(deps: RefreshDeps): (presented: string | undefined
     const rotated = await rotateLiveRefreshToken(db, {
       tokenHash: presentedHash,
       now,
-      successor: { id: randomUUID(), tokenHash: sha256(successorToken), ciphertext: successorCiphertextFor(refreshReuseGraceSeconds, presented, successorToken) },
+      successor: { id: newTimeOrderedId(), tokenHash: sha256(successorToken), ciphertext: successorCiphertextFor(refreshReuseGraceSeconds, presented, successorToken) },
       lastUsedResolutionSeconds: LAST_USED_RESOLUTION_SECONDS,
       deadline: await deadlines.next(),
     });

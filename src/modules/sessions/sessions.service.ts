@@ -27,6 +27,7 @@ import {
   touchSession,
   type SessionRow,
 } from './sessions.repo.js';
+import { newTimeOrderedId } from '../../crypto/ids.js';
 
 
 /**
@@ -309,21 +310,21 @@ export function createSessionsService(deps: SessionsDeps): SessionsService {
    */
   const prepareSession = (userId: string, client: ClientContext, amr: readonly string[]) => {
     const now = clock.now();
-    const sessionId = randomUUID();
+    const sessionId = newTimeOrderedId();
     const refreshToken = newRefreshToken();
     const signing = accessTokens.sign({ userId, sessionId, amr });
     signing.catch(() => undefined); // awaited by the caller; never an unhandled rejection meanwhile
     const create = (checkedPasswordVersion: number, forgiveKeys: readonly string[]): Promise<boolean> =>
       createSignInSession(db, {
         sessionId,
-        deviceId: randomUUID(),
+        deviceId: newTimeOrderedId(),
         userId,
         checkedPasswordVersion,
         ip: client.ip,
         userAgent: storedClient(client).userAgent,
         now,
         expiresAt: new Date(now.getTime() + sessionTtlSeconds * 1000),
-        refreshToken: { id: randomUUID(), tokenHash: sha256(refreshToken) },
+        refreshToken: { id: newTimeOrderedId(), tokenHash: sha256(refreshToken) },
         forgiveRateLimitKeys: forgiveKeys,
         amr,
       });

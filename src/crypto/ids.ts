@@ -1,0 +1,38 @@
+import { randomFillSync } from 'node:crypto';
+
+/** Bytes of a UUID. */
+const UUID_BYTES = 16;
+/** Bytes of the Unix time in milliseconds at the start of a version 7 UUID (48 bits). */
+const TIME_BYTES = 6;
+/** Random bytes taken from the CSPRNG at once, then handed out 16 at a time (as node:crypto's randomUUID does). */
+const POOL_BYTES = UUID_BYTES * 128;
+
+let pool = Buffer.alloc(0);
+let offset = 0;
+
+/**
+ * A new time-ordered UUID, version 7 (RFC 9562 §5.7): the first 48 bits are the Unix time in
+ * milliseconds of this machine's clock, the other 74 free bits come from the CSPRNG. For the ids
+ * of rows that write paths insert many of (refresh tokens, sessions, devices, outbox rows): ids
+ * made in the same second sort together, so their primary-key and foreign-key index entries go
+ * to the few B-tree pages of recent rows, which stay in PostgreSQL's cache, instead of a random
+ * page of a large index each (which must be read, and whose first change after a checkpoint
+ * writes the whole page to the WAL; docs/performance.md, "At a million users"). The id reveals
+ * when its row was made (RFC 9562 §8), so it is only used where that time is no secret: the
+ * session's `created_at` is shown with its id, and refresh tokens and outbox rows are never shown.
+ * @param nowMs the time to encode, milliseconds since the epoch (default: now).
+ * @returns the UUID in its lower-case text form.
+ */
+export function newTimeOrderedId(nowMs: number = Date.now()): string {
+  if (offset + UUID_BYTES > pool.length) {
+    pool = randomFillSync(Buffer.alloc(POOL_BYTES));
+    offset = 0;
+  }
+  const bytes = Buffer.from(pool.subarray(offset, offset + UUID_BYTES));
+  offset += UUID_BYTES;
+  bytes.writeUIntBE(nowMs, 0, TIME_BYTES);
+  bytes[6] = (bytes[6]! & 0x0f) | 0x70; // version 7
+  bytes[8] = (bytes[8]! & 0x3f) | 0x80; // variant 10 (RFC 9562 §4.1)
+  const hex = bytes.toString('hex');
+  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
+}
