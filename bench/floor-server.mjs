@@ -23,6 +23,12 @@
 //                          the RS256 signature computed meanwhile; Set-Cookie and the body.
 //   POST /auth/v0/sign-up  sign-up floor: the password policy (the service's checkPassword),
 //                          one argon2id hash, one INSERT of the user; 201 {user}.
+//   GET  /auth/v0/oauth/:provider/authorize   identity-provider authorize floor: a random state,
+//                          PKCE verifier (its S256 challenge) and flow-cookie secret, the
+//                          SHA-256 of the state and of the secret, one INSERT of the flow row
+//                          (oauth_flows, as the service stores it); 302 to the provider's
+//                          authorization endpoint (OAUTH_<PROVIDER>_URL, the GitHub form) with
+//                          the oauth_flow cookie.
 //   GET  /admin/v0/users/:id   admin read floor: SHA-256 of the admin API key, then one
 //                          statement that reads the key by primary key and the user by primary
 //                          key with its AdminUser members; the hashes compared in constant time.
@@ -41,6 +47,7 @@ import Fastify from 'fastify';
 import pg from 'pg';
 import { loadConfig } from '../dist/src/config.js';
 import { argon2Concurrency } from '../dist/src/crypto/password.js';
+import { FLOW_TTL_SECONDS } from '../dist/src/modules/oauth/oauth.service.js';
 import { checkPassword, SERVICE_NAME } from '../dist/src/modules/users/password-policy.js';
 
 const config = loadConfig(process.env);
@@ -188,6 +195,37 @@ app.post('/auth/v0/sign-up', async (request, reply) => {
     if (err.code === '23505') return reply.code(409).send({ code: 'taken' });
     throw err;
   }
+});
+
+/** Where the authorize floor stores that a flow returns: the first of OAUTH_REDIRECT_URLS, as the service's default. */
+const FLOW_REDIRECT_TO = (process.env.OAUTH_REDIRECT_URLS ?? 'https://app.example/').split(',')[0].trim();
+const FLOW_COOKIE_ATTRIBUTES = 'Path=/auth/v0/oauth; HttpOnly; Secure; SameSite=Lax';
+/** Random bytes of the state, the PKCE verifier and the flow cookie's secret (RFC 7636 section 4.1: 32 octets for the verifier). */
+const FLOW_RANDOM_BYTES = 32;
+
+app.get('/auth/v0/oauth/:provider/authorize', async (request, reply) => {
+  const provider = request.params.provider;
+  const base = (process.env[`OAUTH_${provider.toUpperCase()}_URL`] ?? 'https://github.com').replace(/\/+$/, '');
+  const state = randomBytes(FLOW_RANDOM_BYTES).toString('base64url');
+  const codeVerifier = randomBytes(FLOW_RANDOM_BYTES).toString('base64url');
+  const browserSecret = randomBytes(FLOW_RANDOM_BYTES).toString('base64url');
+  const now = new Date();
+  await run(
+    'oauth_flow',
+    `INSERT INTO oauth_flows (id, provider, state_hash, browser_hash, code_verifier, nonce, redirect_to, mode, user_id, session_id, created_at, expires_at)
+     VALUES ($1, $2, $3, $4, $5, NULL, $6, 'sign_in', NULL, NULL, $7, $8)`,
+    [randomUUID(), provider, sha256(state), sha256(browserSecret), codeVerifier, FLOW_REDIRECT_TO, now, new Date(now.getTime() + FLOW_TTL_SECONDS * MS_PER_SECOND)],
+  );
+  const url = new URL(`${base}/login/oauth/authorize`);
+  url.searchParams.set('client_id', process.env[`OAUTH_${provider.toUpperCase()}_CLIENT_ID`] ?? 'floor');
+  url.searchParams.set('redirect_uri', `${config.publicUrl}/auth/v0/oauth/${provider}/callback`);
+  url.searchParams.set('scope', 'read:user user:email');
+  url.searchParams.set('state', state);
+  url.searchParams.set('code_challenge', createHash('sha256').update(codeVerifier, 'ascii').digest('base64url'));
+  url.searchParams.set('code_challenge_method', 'S256');
+  reply.header('set-cookie', `oauth_flow=${browserSecret}; Max-Age=${FLOW_TTL_SECONDS}; ${FLOW_COOKIE_ATTRIBUTES}`);
+  reply.header('cache-control', 'no-store');
+  return reply.redirect(url.href, 302);
 });
 
 /** The admin API key of a request: its id (a UUID) and its text, or undefined. */

@@ -427,6 +427,42 @@ export async function startReference({ args, env, logFile }) {
   return spawnUntilReady({ args: ['bench/reference-server.mjs', ...args], env: { ...env, PORT: String(port) }, port, readyPath: args[0] === 'empty' ? '/' : '/0', logFile, readyTimeoutMs: 10 * READY_TIMEOUT_MS });
 }
 
+/** The identity provider the `oauth-*` scenarios sign in with: its id in OAUTH_PROVIDERS. */
+export const OAUTH_PROVIDER = 'github';
+/** The service's public URL in the `oauth-*` scenarios: only the callback URL registered at the provider is built from it (the benchmark sends the callback to the service itself). */
+const OAUTH_PUBLIC_URL = 'http://127.0.0.1:3000';
+/** The app page a provider sign-in returns to (OAUTH_REDIRECT_URLS). */
+const OAUTH_APP_PAGE = 'https://app.bench.example/welcome';
+
+/**
+ * Starts the GitHub-compatible provider (bench/github-server.mjs) on 127.0.0.1.
+ * @returns the child, and `serviceSettings`: the OAUTH_* and PUBLIC_URL settings that make it the
+ * service's `github` provider (README "Configuration").
+ */
+export async function startGithub({ logFile }) {
+  const port = await freePort();
+  const clientId = 'Iv1.benchclient';
+  const clientSecret = randomBytes(20).toString('hex');
+  const env = {
+    ...process.env,
+    PORT: String(port),
+    BENCH_GITHUB_CLIENT_ID: clientId,
+    BENCH_GITHUB_CLIENT_SECRET: clientSecret,
+    BENCH_GITHUB_REDIRECT_URI: `${OAUTH_PUBLIC_URL}/auth/v0/oauth/${OAUTH_PROVIDER}/callback`,
+  };
+  const started = await spawnUntilReady({ args: ['bench/github-server.mjs'], env, port, readyPath: '/healthz', logFile });
+  const serviceSettings = {
+    PUBLIC_URL: OAUTH_PUBLIC_URL,
+    OAUTH_PROVIDERS: OAUTH_PROVIDER,
+    OAUTH_GITHUB_URL: started.url,
+    OAUTH_GITHUB_API_URL: `${started.url}/api/v3`,
+    OAUTH_GITHUB_CLIENT_ID: clientId,
+    OAUTH_GITHUB_CLIENT_SECRET: clientSecret,
+    OAUTH_REDIRECT_URLS: OAUTH_APP_PAGE,
+  };
+  return { ...started, serviceSettings };
+}
+
 /** Runs bench/argon2-ceiling.mjs in a child process with `env` (the service's thread pool size). */
 export function argon2Ceiling({ op, parallel, seconds, warmupSeconds, env }) {
   const run = spawnSync(process.execPath, ['bench/argon2-ceiling.mjs', op, String(parallel), String(seconds), String(warmupSeconds)], {
@@ -493,6 +529,8 @@ export function apiClient(baseUrl) {
     return res;
   };
   return {
+    /** The service's base URL. */
+    baseUrl,
     async signUp(username, phone) {
       const res = await call('POST', '/sign-up', { body: { username, phone, password: PASSWORD } });
       if (res.status !== 201 && res.json?.code !== 'auth.sign_up.username_taken') expect(res, 201, `sign-up ${username}`);
@@ -610,6 +648,7 @@ export async function prepareUsers(api) {
     mfaUsers,
     mfaPool: [],
     passkeys,
+    oauth: { pool: [], accountSeq: 0, rate: OAUTH_INITIAL_RATE, sliceUsed: 0, sliceRanDry: 0, sliceStarted: 0, failed: 0 },
   };
 }
 
@@ -624,6 +663,48 @@ export async function refillMfaPool(api, data) {
     u.codes = await api.regenerateRecoveryCodes(u.session.accessToken, u.codes.at(-1));
   });
   data.mfaPool = data.mfaUsers.flatMap((u) => u.codes.slice(0, -1).map((code) => ({ username: u.username, code })));
+}
+
+/** GitHub accounts the `oauth-callback` scenario signs in with, round robin: one per connection at 32. */
+const OAUTH_ACCOUNTS = POOL_USERS;
+/** Callbacks per second assumed before the first slice of `oauth-callback` has measured the rate. */
+const OAUTH_INITIAL_RATE = 300;
+/** Flows prepared beyond the rate times the slice's seconds: a faster slice must not run dry. */
+const OAUTH_POOL_MARGIN = 1.5;
+
+/**
+ * One flow up to the provider's return, as a browser makes it (not timed): the service's
+ * authorize (302 to the provider and the `oauth_flow` cookie), then the provider's authorization
+ * endpoint signed in as `login` (302 back to the callback with `code` and `state`).
+ * @returns the callback's path with its query, and the flow cookie.
+ */
+async function oauthFlow(baseUrl, login) {
+  const authorize = await fetch(`${baseUrl}/auth/v0/oauth/${OAUTH_PROVIDER}/authorize`, { redirect: 'manual' });
+  const flowCookie = cookieOf(authorize.headers.getSetCookie(), 'oauth_flow');
+  const atProvider = authorize.headers.get('location') ?? '';
+  if (authorize.status !== 302 || flowCookie === undefined) throw new Error(`oauth authorize: expected 302 with oauth_flow, got ${authorize.status} ${await authorize.text()}`);
+  if (!atProvider.startsWith('http://127.0.0.1:')) throw new Error(`oauth authorize: the provider is not on 127.0.0.1: ${atProvider}`);
+  const provider = await fetch(atProvider, { redirect: 'manual', headers: { cookie: `gh_user=${login}` } });
+  const back = provider.headers.get('location');
+  if (provider.status !== 302 || back === null) throw new Error(`oauth provider: expected 302, got ${provider.status} ${await provider.text()}`);
+  const callback = new URL(back);
+  return { path: `${callback.pathname}${callback.search}`, cookie: `oauth_flow=${flowCookie}` };
+}
+
+/**
+ * Tops the `oauth-callback` pool of flows up to what the coming slice of `seconds` should use at
+ * the rate the last slice measured (times {@link OAUTH_POOL_MARGIN}); each is presented once.
+ * Flows left over from a slice stay usable (a flow lives 10 minutes, a code until exchanged).
+ */
+export async function fillOAuthPool(api, data, { connections, seconds }) {
+  const o = data.oauth;
+  const target = Math.ceil(o.rate * seconds * OAUTH_POOL_MARGIN) + connections;
+  const missing = Math.max(0, target - o.pool.length);
+  const flows = await mapLimit(Array.from({ length: missing }), PREPARE_CONCURRENCY, () => oauthFlow(api.baseUrl, `bench-gh-${o.accountSeq++ % OAUTH_ACCOUNTS}`));
+  o.pool.push(...flows);
+  o.sliceUsed = 0;
+  o.sliceRanDry = 0;
+  o.sliceStarted = performance.now();
 }
 
 /** Rotates every session in `sessions` (in place) so that their access tokens are fresh. */
@@ -686,7 +767,9 @@ function meRequests(data) {
  * avoid, measured with this scenario's own requests (and its `prepare` and `after`). The floors
  * run on PostgreSQL only; the embedded pass compares with `pgliteReference` instead.
  * `serviceSettings`: the scenario runs on a service of its own, started with these settings on
- * top of the others (PostgreSQL only: two processes cannot share an embedded database).
+ * top of the others (PostgreSQL only: two processes cannot share an embedded database); a
+ * function of the data when they are known at run time only (the `oauth-*` provider's URL).
+ * `okStatuses`: the statuses that count as answered (default: 2xx), for a redirect.
  */
 export const SCENARIOS = [
   {
@@ -900,6 +983,61 @@ export const SCENARIOS = [
     },
   },
   {
+    // Sign-in with an identity provider, the first leg (docs/api.md#authorize): the per-IP
+    // count, the flow row, 302 to the provider with the oauth_flow cookie. The floor makes the
+    // same secrets and inserts the same row. The 302 is the answer (`okStatuses`).
+    name: 'oauth-authorize',
+    label: `GET /auth/v0/oauth/${OAUTH_PROVIDER}/authorize`,
+    reference: 'floor',
+    okStatuses: [302],
+    serviceSettings: (data) => data.oauthSettings,
+    requests: () => [{ method: 'GET', path: `/auth/v0/oauth/${OAUTH_PROVIDER}/authorize` }],
+  },
+  {
+    // The provider's return (docs/api.md#callback), whole: the flow consumed, the code exchanged
+    // with its PKCE verifier at the provider (bench/github-server.mjs), GET /user and
+    // /user/emails, the identity's user (made on the first sign-in of each account, in the
+    // warm-up), a session; 303 to the app with the refresh cookie. Each callback needs a fresh
+    // flow and code: `prepare` makes them (authorize, then the provider's authorization
+    // endpoint) before each slice, untimed. A 303 without a refresh cookie (an error=<code>
+    // return) counts in `data.oauth.failed`, logged after the slice.
+    name: 'oauth-callback',
+    label: `GET /auth/v0/oauth/${OAUTH_PROVIDER}/callback (code, state, oauth_flow)`,
+    reference: 'pk',
+    okStatuses: [303],
+    serviceSettings: (data) => data.oauthSettings,
+    prepare: fillOAuthPool,
+    requests(data) {
+      const o = data.oauth;
+      return [
+        {
+          method: 'GET',
+          path: `/auth/v0/oauth/${OAUTH_PROVIDER}/callback`,
+          setupRequest(req) {
+            const flow = o.pool.shift();
+            if (flow === undefined) {
+              o.sliceRanDry++;
+              return { ...req };
+            }
+            o.sliceUsed++;
+            return { ...req, path: flow.path, headers: { ...req.headers, cookie: flow.cookie } };
+          },
+          onResponse(status, _body, _context, headers) {
+            if (status === 303 && refreshTokenOf(headers['set-cookie'] ?? headers['Set-Cookie']) === undefined) o.failed++;
+          },
+        },
+      ];
+    },
+    after(data) {
+      const o = data.oauth;
+      const seconds = (performance.now() - o.sliceStarted) / 1000;
+      // The next pool follows this slice's rate; twice as much when the pool ran dry.
+      if (seconds > 0 && o.sliceUsed > 0) o.rate = (o.sliceUsed / seconds) * (o.sliceRanDry > 0 ? 2 : 1);
+      if (o.sliceRanDry > 0) log(`oauth-callback: the pool of flows ran dry (${o.sliceRanDry} requests without one); the next slice prepares more`);
+      if (o.failed > 0) log(`oauth-callback: ${o.failed} callbacks so far answered 303 without a session (error=<code>); see the service log`);
+    },
+  },
+  {
     name: 'jwks',
     label: 'GET /auth/v0/.well-known/jwks.json',
     reference: 'empty',
@@ -929,16 +1067,18 @@ export function referenceRequests(kind) {
  * pipelining, for `seconds`. Latency percentiles are computed here from autocannon's per-response
  * times (high-resolution, successful answers only); autocannon's own histogram has 1 ms steps.
  */
-export async function measure({ url, requests, connections, seconds }) {
+export async function measure({ url, requests, connections, seconds, okStatuses }) {
   if (!url.startsWith('http://127.0.0.1:')) throw new Error(`refusing to load ${url}: only 127.0.0.1`);
   const latencies = [];
+  const isOk = okStatuses === undefined ? (statusCode) => statusCode >= 200 && statusCode < 300 : (statusCode) => okStatuses.includes(statusCode);
   const instance = autocannon({ url, connections, pipelining: 1, duration: seconds, timeout: 10, requests });
   instance.on('response', (_client, statusCode, _bytes, responseTime) => {
-    if (statusCode >= 200 && statusCode < 300) latencies.push(responseTime);
+    if (isOk(statusCode)) latencies.push(responseTime);
   });
   const result = await instance;
   latencies.sort((a, b) => a - b);
-  const ok = result['2xx'];
+  // With `okStatuses` (a scenario whose answer is a redirect), the answers with one of them.
+  const ok = okStatuses === undefined ? result['2xx'] : latencies.length;
   return {
     connections,
     seconds: result.duration,
@@ -952,7 +1092,7 @@ export async function measure({ url, requests, connections, seconds }) {
     maxMs: latencies.at(-1) ?? null,
     errors: result.errors,
     timeouts: result.timeouts,
-    non2xx: result.non2xx,
+    non2xx: okStatuses === undefined ? result.non2xx : result['2xx'] + result.non2xx - ok,
     statusCodes: Object.fromEntries(Object.entries(result.statusCodeStats ?? {}).map(([code, v]) => [code, v.count])),
     /** Every successful answer's latency in ms, sorted: for {@link combineSlices}; not written to docs/. */
     latencies,

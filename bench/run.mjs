@@ -8,7 +8,8 @@
 //   BENCH_DURATION (10)          seconds measured per side (service, reference) of each scenario, in
 //                                BENCH_ROUNDS (5) alternating slices, after BENCH_WARMUP (3) s of warm-up
 //   BENCH_CONNECTIONS (32,1)     concurrencies measured
-//   BENCH_SCENARIOS (all)        comma-separated subset of me,refresh,sign-in,mfa,passkey,sign-up,reset,admin-read,admin-search,jwks,sessions
+//   BENCH_SCENARIOS (all)        comma-separated subset of me,me-uncached,refresh,sign-in,sign-up,reset,mfa,passkey,
+//                                admin-read,admin-search,oauth-authorize,oauth-callback,jwks,sessions
 //   BENCH_BALLAST_SESSIONS (100000)  users with one session each, inserted before measuring
 //   BENCH_START_RUNS (5)         start-to-ready runs per pass
 //   BENCH_PGLITE (1)             0 skips the embedded-database pass (BENCH_PGLITE_DURATION, 5 s)
@@ -54,6 +55,7 @@ import {
   serviceEnv,
   serviceNodeFlags,
   startFloor,
+  startGithub,
   startReference,
   startService,
   waitForQuiet,
@@ -135,9 +137,9 @@ async function startToReady(env, runs, label) {
 async function measurePair({ scenario, connections, service, api, data, refs, argon2Parallel, env, serviceFirst, seconds, warmupSeconds, rounds }) {
   const sliceSeconds = seconds / rounds;
   const serviceSlice = async (s) => {
-    await scenario.prepare?.(api, data, { connections });
+    await scenario.prepare?.(api, data, { connections, seconds: s });
     const before = cpuSnapshot(service.pid);
-    const m = await measure({ url: scenario.listener === 'admin' ? service.adminUrl : service.url, requests: scenario.requests(data), connections, seconds: s });
+    const m = await measure({ url: scenario.listener === 'admin' ? service.adminUrl : service.url, requests: scenario.requests(data), connections, seconds: s, okStatuses: scenario.okStatuses });
     const cpu = cpuDelta(before, cpuSnapshot(service.pid));
     scenario.after?.(data);
     return { ...m, cpu };
@@ -154,9 +156,9 @@ async function measurePair({ scenario, connections, service, api, data, refs, ar
     }
     const ref = refs[reference];
     // A floor answers the scenario's own requests (the same users, the same pool of refresh tokens).
-    if (floor) await scenario.prepare?.(api, data, { connections });
+    if (floor) await scenario.prepare?.(api, data, { connections, seconds: s });
     const before = cpuSnapshot(ref.pid);
-    const m = await measure({ url: ref.url, requests: floor ? scenario.requests(data) : referenceRequests(reference), connections, seconds: s });
+    const m = await measure({ url: ref.url, requests: floor ? scenario.requests(data) : referenceRequests(reference), connections, seconds: s, okStatuses: floor ? scenario.okStatuses : undefined });
     const cpu = cpuDelta(before, cpuSnapshot(ref.pid));
     if (floor) scenario.after?.(data);
     return { ...m, cpu };
@@ -200,7 +202,7 @@ async function pass({ env, data, refs, argon2Parallel, seconds, warmupSeconds, r
   const api = apiClient(service.url);
   const results = [];
   for (const scenario of scenarios) {
-    const settingsOwn = scenario.serviceSettings;
+    const settingsOwn = typeof scenario.serviceSettings === 'function' ? scenario.serviceSettings(data) : scenario.serviceSettings;
     if ((settingsOwn !== undefined || scenario.postgresOnly === true) && env.DATABASE_URL === undefined) continue;
     // A scenario with settings of its own runs on a service of its own, stopped after it.
     const own = settingsOwn === undefined ? undefined : track(await startService({ env: { ...env, ...settingsOwn }, logFile: path.join(logDir, `${label}-${scenario.name}-service.log`) }));
@@ -259,11 +261,14 @@ async function main() {
     writeFileSync(idsFile, ids.rows.map((r) => r.id).join('\n'));
     return Number((await c.query('SELECT count(*) AS n FROM sessions')).rows[0].n);
   });
+  // The identity provider of the `oauth-*` scenarios, when one of them runs (PostgreSQL only).
+  const github = scenarios.some((s) => s.name.startsWith('oauth-')) ? track(await startGithub({ logFile: path.join(logDir, 'github.log') })) : undefined;
+  data.oauthSettings = github?.serviceSettings;
   const refEnv = { ...process.env, DATABASE_URL: dbUrl, DATABASE_POOL_MAX: String(config.databasePoolMax) };
   const refs = {
     empty: track(await startReference({ args: ['empty'], env: refEnv, logFile: path.join(logDir, 'reference-empty.log') })),
     pk: track(await startReference({ args: ['pk', 'bench_pk_reference', idsFile], env: refEnv, logFile: path.join(logDir, 'reference-pk.log') })),
-    floor: track(await startFloor({ env, logFile: path.join(logDir, 'floor.log') })),
+    floor: track(await startFloor({ env: { ...env, ...github?.serviceSettings }, logFile: path.join(logDir, 'floor.log') })),
   };
 
   const passes = [];
@@ -275,7 +280,7 @@ async function main() {
     const result = await pass({ env, data, refs, argon2Parallel, seconds: settings.seconds, warmupSeconds: settings.warmupSeconds, rounds: settings.rounds, serviceFirst: r % 2 === 1, label: `pass${r}` });
     passes.push({ pass: r, quiet, startToReadyMs: startTimes, startToReadyMedianMs: median(startTimes), servicePeakRssMiB: result.servicePeakRssMiB, loadAfter: loadAverage(), results: result.results });
   }
-  await Promise.all([refs.empty.stop(), refs.pk.stop(), refs.floor.stop()]);
+  await Promise.all([refs.empty.stop(), refs.pk.stop(), refs.floor.stop(), github?.stop()]);
 
   const pglite = settings.pglite ? await pglitePass({ keyFile, argon2Parallel, sessionRows }) : null;
 
