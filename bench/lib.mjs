@@ -990,6 +990,7 @@ export const SCENARIOS = [
     label: `GET /auth/v0/oauth/${OAUTH_PROVIDER}/authorize`,
     reference: 'floor',
     okStatuses: [302],
+    postgresOnly: true,
     serviceSettings: (data) => data.oauthSettings,
     requests: () => [{ method: 'GET', path: `/auth/v0/oauth/${OAUTH_PROVIDER}/authorize` }],
   },
@@ -1005,6 +1006,7 @@ export const SCENARIOS = [
     label: `GET /auth/v0/oauth/${OAUTH_PROVIDER}/callback (code, state, oauth_flow)`,
     reference: 'pk',
     okStatuses: [303],
+    postgresOnly: true,
     serviceSettings: (data) => data.oauthSettings,
     prepare: fillOAuthPool,
     requests(data) {

@@ -43,8 +43,11 @@ const target = process.env.BENCH_PROFILE_TARGET ?? 'service';
 if (target !== 'service' && target !== 'floor') throw new Error(`BENCH_PROFILE_TARGET must be service or floor, not ${target}`);
 /** The scenarios bench/floor-server.mjs serves (the others would profile its 404s). */
 const FLOOR_SCENARIOS = ['me', 'me-uncached', 'refresh', 'sign-in', 'sign-up'];
-const defaults = target === 'floor' ? FLOOR_SCENARIOS : ['start', ...SCENARIOS.map((s) => s.name)];
+/** Scenarios whose settings are known at run time only (the `oauth-*` ones need bench/run.mjs's identity provider): not profiled here. */
+const RUN_ONLY = SCENARIOS.filter((s) => typeof s.serviceSettings === 'function').map((s) => s.name);
+const defaults = target === 'floor' ? FLOOR_SCENARIOS : ['start', ...SCENARIOS.map((s) => s.name).filter((name) => !RUN_ONLY.includes(name))];
 const wanted = (process.env.BENCH_SCENARIOS ?? defaults.join(',')).split(',').map((s) => s.trim());
+if (wanted.some((name) => RUN_ONLY.includes(name))) throw new Error(`${RUN_ONLY.join(', ')}: measured by npm run bench only (they need its identity provider)`);
 if (target === 'floor' && wanted.some((name) => !FLOOR_SCENARIOS.includes(name))) throw new Error(`the floor serves only ${FLOOR_SCENARIOS.join(', ')}`);
 /** Starts what is profiled: the service, or its floor references. */
 const startTarget = (options) => (target === 'floor' ? startFloor(options) : startService(options));
