@@ -671,6 +671,8 @@ const OAUTH_ACCOUNTS = POOL_USERS;
 const OAUTH_INITIAL_RATE = 300;
 /** Flows prepared beyond the rate times the slice's seconds: a faster slice must not run dry. */
 const OAUTH_POOL_MARGIN = 1.5;
+/** Flows older than this are dropped from the pool: well inside a flow's 10 minutes (FLOW_TTL_SECONDS), as passes can be further apart. */
+const OAUTH_FLOW_KEEP_MS = 5 * 60_000;
 
 /**
  * One flow up to the provider's return, as a browser makes it (not timed): the service's
@@ -688,16 +690,18 @@ async function oauthFlow(baseUrl, login) {
   const back = provider.headers.get('location');
   if (provider.status !== 302 || back === null) throw new Error(`oauth provider: expected 302, got ${provider.status} ${await provider.text()}`);
   const callback = new URL(back);
-  return { path: `${callback.pathname}${callback.search}`, cookie: `oauth_flow=${flowCookie}` };
+  return { path: `${callback.pathname}${callback.search}`, cookie: `oauth_flow=${flowCookie}`, preparedAt: Date.now() };
 }
 
 /**
  * Tops the `oauth-callback` pool of flows up to what the coming slice of `seconds` should use at
  * the rate the last slice measured (times {@link OAUTH_POOL_MARGIN}); each is presented once.
- * Flows left over from a slice stay usable (a flow lives 10 minutes, a code until exchanged).
+ * Flows left over from a slice stay usable for {@link OAUTH_FLOW_KEEP_MS} (a flow lives 10
+ * minutes, a code until exchanged); older ones are dropped.
  */
 export async function fillOAuthPool(api, data, { connections, seconds }) {
   const o = data.oauth;
+  o.pool = o.pool.filter((flow) => Date.now() - flow.preparedAt < OAUTH_FLOW_KEEP_MS);
   const target = Math.ceil(o.rate * seconds * OAUTH_POOL_MARGIN) + connections;
   const missing = Math.max(0, target - o.pool.length);
   const flows = await mapLimit(Array.from({ length: missing }), PREPARE_CONCURRENCY, () => oauthFlow(api.baseUrl, `bench-gh-${o.accountSeq++ % OAUTH_ACCOUNTS}`));
