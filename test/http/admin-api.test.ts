@@ -90,7 +90,7 @@ describe('the admin listener', () => {
     expectError(await call('GET', '/admin/v0/nope', { key: null }), 401, 'admin.invalid_api_key');
     expectError(await call('GET', '/admin/v0/nope'), 404, 'admin.not_found');
     expectError(await call('PATCH', '/admin/v0/users'), 404, 'admin.not_found');
-    expectError(await call('GET', '/admin/v0/webhooks'), 404, 'admin.not_found');
+    expectError(await call('GET', '/admin/v0/webhooks/x/y'), 404, 'admin.not_found');
   });
 
   it('is for servers: no CORS (a preflight is refused), no cookies, no-store, and a request id on every answer', async () => {

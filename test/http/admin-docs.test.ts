@@ -60,6 +60,13 @@ const EXPECTED: Record<string, string[]> = {
   'get /admin/v0/users/{user_id}/sessions': ['200', '400', '404', ...KEYED],
   'delete /admin/v0/users/{user_id}/sessions': ['204', '400', '404', '413', ...KEYED],
   'delete /admin/v0/users/{user_id}/sessions/{session_id}': ['204', '400', '404', '413', ...KEYED],
+  'get /admin/v0/webhooks': ['200', ...KEYED],
+  'post /admin/v0/webhooks': ['201', '400', '413', ...KEYED],
+  'patch /admin/v0/webhooks/{webhook_id}': ['200', '400', '404', '413', ...KEYED],
+  'delete /admin/v0/webhooks/{webhook_id}': ['204', '400', '404', '413', ...KEYED],
+  'post /admin/v0/webhooks/{webhook_id}/rotate-secret': ['200', '400', '404', '413', ...KEYED],
+  'get /admin/v0/webhooks/{webhook_id}/deliveries': ['200', '400', '404', ...KEYED],
+  'post /admin/v0/webhooks/{webhook_id}/deliveries/{delivery_id}/retry': ['202', '400', '404', '413', ...KEYED],
   'get /admin/v0/audit': ['200', '400', ...KEYED],
   'get /admin/v0/openapi.json': ['200', '500', '503'],
 };
