@@ -205,6 +205,7 @@ describe('/admin/v0/webhooks', () => {
 
   it('refusals: 400 admin.validation_failed for bad bodies, queries and ids; 404 admin.not_found for unknown webhooks and deliveries; nothing changes, nothing is audited', async () => {
     const { id } = await addWebhook('/one');
+    ctx.clock.advance(1);
     const { id: otherId } = await addWebhook('/two');
     await signUp(ctx);
     await ctx.app.webhookDelivery.runOnce();
