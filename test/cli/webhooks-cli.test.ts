@@ -9,8 +9,8 @@ import { startWebhookReceiver, type WebhookReceiver } from '../helpers/webhook-r
 /**
  * `latchkey webhooks ...` in-process on the test context's database, clock and DATA_DIR: the
  * secret the CLI prints verifies what the service delivers (both read the webhook key generated
- * into DATA_DIR), refusals exit 2 or 1 with a message, and each change is logged to stderr
- * without its secret.
+ * into DATA_DIR), refusals exit 2 or 1 with a message, and each change is logged to stderr and
+ * recorded in the admin audit log (key_name cli) without its secret.
  */
 
 let ctx: TestContext;
