@@ -10,6 +10,7 @@ import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { createAdminKey, type AdminScope } from '../../src/modules/admin/admin-keys.service.js';
 import { verifyWebhook } from '../../packages/verify/src/webhook.js';
+import { adminRequest } from '../helpers/admin.js';
 import { createTestContext, type TestContext } from '../helpers/context.js';
 import { expectError, keysOf, signUp, uniqueName } from '../helpers/flows.js';
 import { startWebhookReceiver, type WebhookReceiver } from '../helpers/webhook-receiver.js';
@@ -45,16 +46,7 @@ async function newKey(scopes: AdminScope[]): Promise<{ id: string; key: string }
 
 /** One admin request with `key` (or none) and a JSON body when given. */
 function call(method: 'GET' | 'POST' | 'PATCH' | 'DELETE', url: string, options: { key?: string | null; body?: unknown } = {}): Promise<LightMyRequestResponse> {
-  const k = options.key === undefined ? key : options.key;
-  return admin.inject({
-    method,
-    url,
-    headers: {
-      ...(k === null ? {} : { authorization: `Bearer ${k}` }),
-      ...(options.body === undefined ? {} : { 'content-type': 'application/json' }),
-    },
-    ...(options.body === undefined ? {} : { payload: JSON.stringify(options.body) }),
-  });
+  return adminRequest(admin, method, url, { ...options, key: options.key === undefined ? key : options.key });
 }
 
 interface AuditRow {

@@ -6,7 +6,7 @@ import { CreateWebhookRequestSchema, DeliveriesQuerySchema, UpdateWebhookRequest
 import { WebhookRequestError, type WebhooksService } from '../webhooks/webhooks.service.js';
 import { actorOf, type AdminAuth } from './admin-auth.js';
 import { ADMIN_SECURITY, ADMIN_TAGS } from './admin-openapi.js';
-import { emptyBodyDefault } from './admin-users.routes.js';
+import { emptyBodyDefault, KEYED } from './admin-users.routes.js';
 import {
   CreatedWebhookResponseSchema,
   DeliveryListResponseSchema,
@@ -19,9 +19,6 @@ import {
 } from './admin.schemas.js';
 import { auditedAs } from './operator-actions.js';
 import '../../plugins/route-config.js';
-
-/** Statuses every admin route may answer besides its own: a bad key, a missing scope, the key's rate limit. */
-const KEYED = [401, 403, 429] as const;
 
 /**
  * Runs a call of the webhook service, its refusals as the admin API's errors: `validation_failed`
