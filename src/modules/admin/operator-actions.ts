@@ -49,7 +49,6 @@ export async function revokeUserSessions(db: Db, actor: AuditActor, userId: stri
   });
 }
 
-
 /**
  * The {@link ChangeOptions} of a webhook change made by `actor` (an admin API key, or
  * `CLI_ACTOR` for `latchkey webhooks`): each change the webhook service makes is recorded in the
