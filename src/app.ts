@@ -48,6 +48,7 @@ import { adminAuditRoutes, createAdminAuditService } from './modules/admin/admin
 import { createAdminKeyAuthenticator } from './modules/admin/admin-keys.service.js';
 import { adminUsersRoutes } from './modules/admin/admin-users.routes.js';
 import { createAdminUsersService } from './modules/admin/admin-users.service.js';
+import { adminWebhooksRoutes } from './modules/admin/admin-webhooks.routes.js';
 import { createDeliveryWorker, type DeliveryWorker } from './modules/webhooks/delivery.worker.js';
 import type { Resolver } from './modules/webhooks/webhook-sender.js';
 import { createWebhooksService, type WebhooksService } from './modules/webhooks/webhooks.service.js';
@@ -272,7 +273,8 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     ...deps.webhookDelivery,
   });
   app.decorate('webhookDelivery', webhookDelivery);
-  app.decorate('webhooks', createWebhooksService({ db, clock, secretKey: keys.webhookSecretKey }));
+  const webhooks = createWebhooksService({ db, clock, secretKey: keys.webhookSecretKey });
+  app.decorate('webhooks', webhooks);
   const oauthProviders = createOAuthProviders({ providers: config.oauth.providers, publicUrl: config.publicUrl, apiPrefix: API_PREFIX, clock, log: app.log });
   app.decorate('oauthProviders', oauthProviders);
   const oauth = createOAuthService({
@@ -290,6 +292,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     const adminUsers = createAdminUsersService({ ...serviceDeps, passwordReset, cursorKey: keys.adminCursorHmacKey, breachedPasswords });
     const adminRoutes: AdminRoutes[] = [
       adminUsersRoutes({ users: adminUsers }),
+      adminWebhooksRoutes({ webhooks, clock }),
       adminAuditRoutes({ audit: createAdminAuditService({ db, cursorKey: keys.adminCursorHmacKey }) }),
     ];
     admin = await buildAdminApp({

@@ -9,8 +9,8 @@ import { startWebhookReceiver, type WebhookReceiver } from '../helpers/webhook-r
 /**
  * `latchkey webhooks ...` in-process on the test context's database, clock and DATA_DIR: the
  * secret the CLI prints verifies what the service delivers (both read the webhook key generated
- * into DATA_DIR), refusals exit 2 or 1 with a message, and each change is logged to stderr
- * without its secret.
+ * into DATA_DIR), refusals exit 2 or 1 with a message, and each change is logged to stderr and
+ * recorded in the admin audit log (key_name cli) without its secret.
  */
 
 let ctx: TestContext;
@@ -79,6 +79,40 @@ describe('latchkey webhooks', () => {
     const removed = await run('remove', id);
     expect(removed.code).toBe(0);
     expect((await run('list')).stdout).toBe('No webhook endpoints.\n');
+  });
+
+  it('every change is recorded in the audit log as the operator\'s (key_name cli, no key, no user), never its secret; a refusal or a read records none', async () => {
+    const audit = async (): Promise<{ action: string; key_id: string | null; key_name: string; user_id: string | null; ip: string | null; request_id: string | null; details: Record<string, unknown> }[]> =>
+      (await ctx.db.query<{ action: string; key_id: string | null; key_name: string; user_id: string | null; ip: string | null; request_id: string | null; details: Record<string, unknown> }>(
+        "SELECT action, key_id, key_name, user_id, ip, request_id, details FROM admin_audit_log WHERE action LIKE 'webhook.%' OR action = 'delivery.retry' ORDER BY at, id",
+      )).rows;
+    await ctx.db.query("DELETE FROM admin_audit_log WHERE action LIKE 'webhook.%' OR action = 'delivery.retry'");
+    const added = await run('add', '--url', receiver.url('/audited'), '--events', 'user.created');
+    const secret = lastLine(added.stdout);
+    const id = /^([0-9a-f-]{36}) /m.exec(added.stdout)![1]!;
+    await signUp(ctx);
+    await ctx.app.webhookDelivery.runOnce();
+    const deliveryId = /^([0-9a-f-]{36}) +user\.created/m.exec((await run('deliveries', id)).stdout)![1]!;
+    ctx.clock.advance(1);
+    expect((await run('retry', id, deliveryId)).code).toBe(0);
+    ctx.clock.advance(1);
+    const rotated = lastLine((await run('rotate-secret', id)).stdout);
+    ctx.clock.advance(1);
+    expect((await run('update', id, '--disable')).code).toBe(0);
+    expect((await run('update', id, '--disable')).code).toBe(0); // no change: no entry
+    expect((await run('remove', '00000000-0000-4000-8000-000000000000')).code).toBe(1);
+    await run('list');
+    ctx.clock.advance(1);
+    expect((await run('remove', id)).code).toBe(0);
+    const entries = await audit();
+    expect(entries.map((e) => e.action)).toEqual(['webhook.create', 'delivery.retry', 'webhook.rotate_secret', 'webhook.update', 'webhook.delete']);
+    for (const e of entries) expect(e).toMatchObject({ key_id: null, key_name: 'cli', user_id: null, ip: null, request_id: null, details: expect.objectContaining({ webhook_id: id }) });
+    expect(entries[1]!.details).toEqual({ webhook_id: id, delivery_id: deliveryId });
+    expect(entries[3]!.details).toEqual({ webhook_id: id, changed: ['enabled'], enabled: false });
+    const text = JSON.stringify(entries);
+    expect(text).not.toContain(secret.slice(6));
+    expect(text).not.toContain(rotated.slice(6));
+    expect(text).not.toContain('whsec_');
   });
 
   it('refusals: a value the rules refuse exits 2 with the reason and the usage; an unknown webhook exits 1', async () => {

@@ -12,6 +12,7 @@ import fc from 'fast-check';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import type { Queryable } from '../../src/db/db.js';
 import { createAdminKey, type AdminScope } from '../../src/modules/admin/admin-keys.service.js';
+import { adminRequest } from '../helpers/admin.js';
 import { createTestContext, type TestContext } from '../helpers/context.js';
 import { createVerifiedUser, expectError, keysOf, PASSWORD, postJson, refresh, resetCode, signIn, uniqueName, withBearer } from '../helpers/flows.js';
 import { mailsTo, mailText } from '../helpers/mail.js';
@@ -44,17 +45,7 @@ async function newKey(scopes: AdminScope[], expiresAt: Date | null = null): Prom
 
 /** One admin request with `key` (or none) and a JSON body when given. */
 function call(method: 'GET' | 'POST' | 'PATCH' | 'DELETE', url: string, options: { key?: string | null; body?: unknown; headers?: Record<string, string> } = {}): Promise<LightMyRequestResponse> {
-  const k = options.key === undefined ? key : options.key;
-  return admin.inject({
-    method,
-    url,
-    headers: {
-      ...(k === null ? {} : { authorization: `Bearer ${k}` }),
-      ...(options.body === undefined ? {} : { 'content-type': 'application/json' }),
-      ...options.headers,
-    },
-    ...(options.body === undefined ? {} : { payload: JSON.stringify(options.body) }),
-  });
+  return adminRequest(admin, method, url, { ...options, key: options.key === undefined ? key : options.key });
 }
 
 /** The audit entries about `userId`, newest first, straight from the table. */
@@ -90,7 +81,7 @@ describe('the admin listener', () => {
     expectError(await call('GET', '/admin/v0/nope', { key: null }), 401, 'admin.invalid_api_key');
     expectError(await call('GET', '/admin/v0/nope'), 404, 'admin.not_found');
     expectError(await call('PATCH', '/admin/v0/users'), 404, 'admin.not_found');
-    expectError(await call('GET', '/admin/v0/webhooks'), 404, 'admin.not_found');
+    expectError(await call('GET', '/admin/v0/webhooks/x/y'), 404, 'admin.not_found');
   });
 
   it('is for servers: no CORS (a preflight is refused), no cookies, no-store, and a request id on every answer', async () => {

@@ -60,6 +60,13 @@ const EXPECTED: Record<string, string[]> = {
   'get /admin/v0/users/{user_id}/sessions': ['200', '400', '404', ...KEYED],
   'delete /admin/v0/users/{user_id}/sessions': ['204', '400', '404', '413', ...KEYED],
   'delete /admin/v0/users/{user_id}/sessions/{session_id}': ['204', '400', '404', '413', ...KEYED],
+  'get /admin/v0/webhooks': ['200', ...KEYED],
+  'post /admin/v0/webhooks': ['201', '400', '413', ...KEYED],
+  'patch /admin/v0/webhooks/{webhook_id}': ['200', '400', '404', '413', ...KEYED],
+  'delete /admin/v0/webhooks/{webhook_id}': ['204', '400', '404', '413', ...KEYED],
+  'post /admin/v0/webhooks/{webhook_id}/rotate-secret': ['200', '400', '404', '413', ...KEYED],
+  'get /admin/v0/webhooks/{webhook_id}/deliveries': ['200', '400', '404', ...KEYED],
+  'post /admin/v0/webhooks/{webhook_id}/deliveries/{delivery_id}/retry': ['202', '400', '404', '413', ...KEYED],
   'get /admin/v0/audit': ['200', '400', ...KEYED],
   'get /admin/v0/openapi.json': ['200', '500', '503'],
 };
@@ -148,7 +155,7 @@ describe('the curl examples of docs/admin-api.md', () => {
 
   it('cover every operation of the admin API, each showing its status', () => {
     const covered = new Set(examples.map((e) => e.heading));
-    for (const heading of ['List users', 'Get a user', 'Create a user', 'Update a user', 'Delete a user', 'Ban a user', 'Unban a user', 'Send a password reset', 'Reset the second factor', "List a user's sessions", 'End every session of a user', 'End one session', 'List audit entries', 'OpenAPI document']) {
+    for (const heading of ['List users', 'Get a user', 'Create a user', 'Update a user', 'Delete a user', 'Ban a user', 'Unban a user', 'Send a password reset', 'Reset the second factor', "List a user's sessions", 'End every session of a user', 'End one session', 'List webhooks', 'Add a webhook', 'Update a webhook', 'Remove a webhook', "Rotate a webhook's secret", 'List deliveries', 'Retry a delivery', 'List audit entries', 'OpenAPI document']) {
       expect(covered, heading).toContain(heading);
     }
     for (const e of examples) expect(e.statuses.length, e.heading).toBeGreaterThan(0);
@@ -156,8 +163,10 @@ describe('the curl examples of docs/admin-api.md', () => {
 
   it.each(examples.map((e) => [e.heading, e] as const))('%s: run by a shell against the admin listener, the documented status', async (_heading, example) => {
     await emptyDatabase();
-    // The state the examples assume: a key with every scope, bob, and alice, verified, signed in twice, with TOTP on.
+    // The state the examples assume: a key with every scope, a webhook endpoint with deliveries, bob, and alice, verified, signed in twice, with TOTP on.
     const { key } = await createAdminKey(ctx.db, { name: 'docs', scopes: ['users:read', 'users:write', 'sessions:write', 'webhooks', 'audit:read'], expiresAt: null, now: ctx.clock.now() });
+    // A webhook endpoint (its deliveries refused: a private address), with deliveries of the events below.
+    const { webhook } = await ctx.app.webhooks.add({ url: 'http://127.0.0.1:9/latchkey', eventTypes: ['*'] });
     await createVerifiedUser(ctx, { username: 'bob', email: 'bob@example.com' });
     ctx.clock.advance(1);
     const alice = await createVerifiedUser(ctx, { username: 'alice', email: 'alice@example.com' });
@@ -170,10 +179,13 @@ describe('the curl examples of docs/admin-api.md', () => {
     const enable = await withBearer(ctx, 'POST', '/auth/v0/mfa/totp/enable', session.accessToken, { code: codeNow(ctx, (setup.json() as { secret: string }).secret) });
     expect(enable.statusCode, enable.body).toBe(200);
     nextStep(ctx);
+    await ctx.app.webhookDelivery.runOnce();
+    const [delivery] = (await ctx.app.webhooks.listDeliveries(webhook.id, {})).deliveries;
+    expect(delivery).toBeDefined();
 
     const script = example.script.replaceAll(DOCUMENTED_BASE, base);
     const { stdout } = await run('bash', ['-euo', 'pipefail', '-c', script], {
-      env: { PATH: process.env.PATH ?? '/usr/bin:/bin', ADMIN_KEY: key, USER_ID: alice.id, SESSION_ID: live.sessionId },
+      env: { PATH: process.env.PATH ?? '/usr/bin:/bin', ADMIN_KEY: key, USER_ID: alice.id, SESSION_ID: live.sessionId, WEBHOOK_ID: webhook.id, DELIVERY_ID: delivery!.id },
       timeout: 10_000,
     });
     const statuses = [...stdout.matchAll(/^HTTP\/1\.1 (\d{3})/gm)].map((m) => Number(m[1]));

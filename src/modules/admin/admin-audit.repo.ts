@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { Queryable } from '../../db/db.js';
 import { keysetTimeSql, type KeysetPosition } from './keyset-cursor.js';
 
-/** What an audit entry records (docs/admin-api.md#audit-log); the webhook actions come with webhooks. */
+/** What an audit entry records (docs/admin-api.md#audit-log), the webhook actions included (the admin API's and `latchkey webhooks`). */
 export type AdminAuditAction =
   | 'user.create'
   | 'user.update'
@@ -30,7 +30,7 @@ export interface AuditActor {
   readonly requestId: string | null;
 }
 
-/** The actor of the operator commands (`latchkey users delete`, `latchkey sessions revoke`): no key, no address, no request. */
+/** The actor of the operator commands (`latchkey users delete`, `latchkey sessions revoke`, `latchkey webhooks`): no key, no address, no request. */
 export const CLI_ACTOR: AuditActor = Object.freeze({ keyId: null, keyName: 'cli', ip: null, requestId: null });
 
 /** Facts of a change: JSON values, never a password, secret or code (docs/admin-api.md#audit-log). */

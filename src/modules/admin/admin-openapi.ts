@@ -4,6 +4,7 @@ import type { OpenApiVariant } from '../../plugins/openapi.js';
 export const ADMIN_TAGS = {
   users: { name: 'Users', description: 'Find, create, change, ban and delete users; send a password reset; remove a lost second factor.' },
   sessions: { name: 'Sessions', description: 'A user\'s active sessions: list them, end one, or end them all.' },
+  webhooks: { name: 'Webhooks', description: 'Webhook endpoints: add, change, remove, rotate a secret; list and retry their deliveries.' },
   audit: { name: 'Audit log', description: 'Every change made through this API or the operator commands, newest first.' },
   documentation: { name: 'Documentation', description: 'This document; it needs no key.' },
 } as const;
@@ -31,6 +32,7 @@ export const ADMIN_OPENAPI: OpenApiVariant = {
   responseDescriptions: {
     '200': 'OK.',
     '201': 'Created.',
+    '202': 'Accepted: done, its effect follows (a delivery attempt within about a second); no body.',
     '204': 'Done; no body.',
     '400': 'Validation failed: body, query or path value invalid (`admin.validation_failed`).',
     '401': 'No admin API key, or an unknown, revoked or expired one (`admin.invalid_api_key`).',

@@ -23,7 +23,7 @@ import {
 import '../../plugins/route-config.js';
 
 /** Statuses every admin route may answer besides its own: a bad key, a missing scope, the key's rate limit. */
-const KEYED = [401, 403, 429] as const;
+export const KEYED = [401, 403, 429] as const;
 
 /**
  * An operation that takes no body (docs/admin-api.md#conventions) accepts none or `{}`: an

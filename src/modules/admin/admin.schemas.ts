@@ -7,6 +7,7 @@ import type { SessionRow } from '../sessions/sessions.repo.js';
 import { SessionSchema, SessionsResponseSchema, toSession, type Session } from '../sessions/sessions.schemas.js';
 import type { AdminUserRow } from './admin-users.repo.js';
 import type { AuditEntryRow } from './admin-audit.repo.js';
+import { DeliverySchema, EndpointSchema } from '../webhooks/webhooks.schemas.js';
 
 /** Items per page of a listing (docs/admin-api.md#pagination): 1 to 200, 50 by default. */
 export const DEFAULT_PAGE_SIZE = 50;
@@ -27,6 +28,8 @@ const UuidValue = withRule(Type.String({ pattern: '^[0-9a-fA-F]{8}-[0-9a-fA-F]{4
 
 export const UserIdParamsSchema = Type.Object({ user_id: UuidValue }, strict);
 export const UserSessionParamsSchema = Type.Object({ user_id: UuidValue, session_id: UuidValue }, strict);
+export const WebhookIdParamsSchema = Type.Object({ webhook_id: UuidValue }, strict);
+export const WebhookDeliveryParamsSchema = Type.Object({ webhook_id: UuidValue, delivery_id: UuidValue }, strict);
 
 /** `limit` of a listing, as a query string carries it (no type coercion: the schema reads the digits). */
 const LimitValue = withRule(
@@ -235,4 +238,28 @@ export const ListAuditQuerySchema = Type.Object({ user_id: Type.Optional(UuidVal
 export const ListAuditResponseSchema = Type.Object(
   { entries: Type.Array(AuditEntrySchema), next_cursor: Type.Union([Type.String(), Type.Null()]) },
   { title: 'AuditEntryList', ...strict, examples: [{ entries: [EXAMPLE_AUDIT_ENTRY], next_cursor: null }] },
+);
+
+/** `GET /admin/v0/webhooks`: every endpoint, oldest first; never a secret. */
+export const WebhookListResponseSchema = Type.Object({ webhooks: Type.Array(EndpointSchema) }, { title: 'WebhookEndpointList', ...strict });
+
+/** `POST /admin/v0/webhooks`: the new endpoint and its secret, shown only here. */
+export const CreatedWebhookResponseSchema = Type.Object(
+  { webhook: EndpointSchema, secret: Type.String({ description: 'The signing secret (whsec_...): shown only in this answer and at rotation.' }) },
+  { title: 'CreatedWebhookEndpoint', ...strict },
+);
+
+/** `PATCH /admin/v0/webhooks/{webhook_id}`: the endpoint as changed. */
+export const WebhookResponseSchema = Type.Object({ webhook: EndpointSchema }, { title: 'WebhookEndpointResponse', ...strict });
+
+/** `POST /admin/v0/webhooks/{webhook_id}/rotate-secret`: the new secret, shown only here. */
+export const RotatedSecretResponseSchema = Type.Object(
+  { secret: Type.String({ description: 'The new signing secret (whsec_...); the replaced one also signs for 24 hours.' }) },
+  { title: 'RotatedWebhookSecret', ...strict },
+);
+
+/** `GET /admin/v0/webhooks/{webhook_id}/deliveries`: a page of deliveries, newest first. */
+export const DeliveryListResponseSchema = Type.Object(
+  { deliveries: Type.Array(DeliverySchema), next_cursor: Type.Union([Type.String(), Type.Null()]) },
+  { title: 'WebhookDeliveryList', ...strict },
 );

@@ -1,10 +1,12 @@
+import type { Clock } from '../../clock.js';
 import type { Db } from '../../db/db.js';
 import { eraseAccountIn } from '../accounts/accounts.service.js';
 import type { DeletedUser } from '../accounts/accounts.repo.js';
 import type { NoticeClient } from '../mail/notices.js';
 import { revokeActiveSessions } from '../sessions/sessions.repo.js';
 import { lockUser } from '../users/users.repo.js';
-import { recordAdminAudit, type AuditActor } from './admin-audit.repo.js';
+import type { ChangeOptions } from '../webhooks/webhooks.service.js';
+import { recordAdminAudit, type AuditActor, type AuditDetails } from './admin-audit.repo.js';
 
 /*
  * The operations that the admin API and the operator commands share, one implementation each:
@@ -47,3 +49,16 @@ export async function revokeUserSessions(db: Db, actor: AuditActor, userId: stri
   });
 }
 
+/**
+ * The {@link ChangeOptions} of a webhook change made by `actor` (an admin API key, or
+ * `CLI_ACTOR` for `latchkey webhooks`): each change the webhook service makes is recorded in the
+ * audit log inside its transaction, with its action, no user, and its details (never a secret),
+ * at `clock.now()`. One implementation for the `/admin/v0/webhooks` routes and the CLI.
+ */
+export function auditedAs(actor: AuditActor, clock: Clock): ChangeOptions {
+  return {
+    audit: async (tx, change) => {
+      await recordAdminAudit(tx, actor, { action: change.action, userId: null, details: change.details as AuditDetails }, clock.now());
+    },
+  };
+}

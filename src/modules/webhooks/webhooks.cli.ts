@@ -13,6 +13,8 @@ import {
 import type { Config } from '../../config.js';
 import type { Db } from '../../db/db.js';
 import type { Clock } from '../../clock.js';
+import { CLI_ACTOR } from '../admin/admin-audit.repo.js';
+import { auditedAs } from '../admin/operator-actions.js';
 import { loadWebhookSecretKey } from '../keys/keys.service.js';
 import type { Delivery, Endpoint } from './webhooks.schemas.js';
 import { createWebhooksService, WebhookRequestError, type ChangeOptions, type WebhookChange, type WebhooksService } from './webhooks.service.js';
@@ -189,8 +191,15 @@ async function runCommand(name: string, command: Command, argv: readonly string[
         io.stderr('Note: WEBHOOK_KEY_FILE is unset: the secret is encrypted with the key generated into this DATA_DIR; the service must read the same key.\n');
       }
       const service = createWebhooksService({ db, clock, secretKey: loadWebhookSecretKey({ dataDir: config.dataDir, webhookKeyFile: config.webhookKeyFile }) });
+      // Every change is recorded in the audit log (actor CLI_ACTOR) in its transaction, as the admin API's are.
+      const audited = auditedAs(CLI_ACTOR, clock);
       const changes: WebhookChange[] = [];
-      const audit: ChangeOptions = { audit: async (_tx, change) => void changes.push(change) };
+      const audit: ChangeOptions = {
+        audit: async (tx, change) => {
+          await audited.audit?.(tx, change);
+          changes.push(change);
+        },
+      };
       try {
         const code = await command({ service, io, audit, argv });
         // The operator's trail (stderr, docs/operations.md): what changed, never a secret.
@@ -211,7 +220,7 @@ async function runCommand(name: string, command: Command, argv: readonly string[
 /**
  * `latchkey webhooks <add|list|update|remove|rotate-secret|deliveries|retry>`: webhook endpoint
  * management for operators, on the same service as the admin API's `/admin/v0/webhooks` routes.
- * Each change is logged to stderr (the operator's audit trail, never a secret).
+ * Each change is recorded in the audit log (key_name `cli`) and logged to stderr, never a secret.
  *
  * @param argv the arguments after `webhooks`.
  * @returns 0 on success or help; 1 when the configuration is bad, the schema is behind, or the
