@@ -774,7 +774,7 @@ function renderScale(report) {
     `#### Hot paths, ${L} against ${S} (${s.seconds} s per side in ${s.rounds} alternating slices, after ${s.warmupSeconds} s of warm-up; ${s.sample} users drawn per scenario)`,
     '',
     table(
-      ['Scenario', 'Conn.', `${L} req/s`, `${S} req/s`, 'Ratio (≥ 0.9)', `${L} p99 ms`, `${S} p99 ms`, 'p99 × (≤ 1.2)', `PostgreSQL µs/req, ${L} / ${S}`, 'Load', 'Met'],
+      ['Scenario', 'Conn.', `${L} req/s`, `${S} req/s`, 'Ratio (≥ 0.9)', `${L} p99 ms`, `${S} p99 ms`, 'p99 × (≤ 1.2)', `PostgreSQL µs/req, ${L} / ${S}`, 'Load after', 'Met'],
       report.results.map((r) => {
         const met = r.throughputRatio >= THROUGHPUT_TARGET && r.p99Ratio <= P99_TARGET;
         const pgUs = (side) => fmt(side.databaseBackendMicrosecondsPerRequest);
@@ -813,7 +813,7 @@ function renderScale(report) {
       `#### DATABASE_POOL_MODE on the ${L} database (both straight to PostgreSQL)`,
       '',
       table(
-        ['Scenario', 'Conn.', 'session req/s', 'transaction req/s', 'transaction / session', 'session p99 ms', 'transaction p99 ms', 'PostgreSQL µs/req, session / transaction', 'Load'],
+        ['Scenario', 'Conn.', 'session req/s', 'transaction req/s', 'transaction / session', 'session p99 ms', 'transaction p99 ms', 'PostgreSQL µs/req, session / transaction', 'Load after'],
         report.poolModes.map((r) => [r.label, r.connections, fmt(r.session.reqPerSec), fmt(r.transaction.reqPerSec), fmt(r.throughputRatio && 1 / r.throughputRatio, 2), fmt(r.session.p99Ms, 1), fmt(r.transaction.p99Ms, 1), `${fmt(r.session.databaseBackendMicrosecondsPerRequest)} / ${fmt(r.transaction.databaseBackendMicrosecondsPerRequest)}`, fmt(r.load1, 1)]),
       ),
     );
