@@ -19,6 +19,11 @@ export default defineConfig({
     testTimeout: 20_000,
     hookTimeout: 60_000,
     pool: 'forks',
+    // Two files at a time (vitest's default is one fewer than the cores: one on a 2-core CI
+    // machine). Timing comparisons in the suite take medians of interleaved pairs, so a
+    // neighbour's load falls on both sides alike.
+    maxWorkers: 2,
+    minWorkers: 1,
     projects,
   },
 });
