@@ -407,6 +407,10 @@ describe('users (docs/admin-api.md#users)', () => {
     expect(res.json()).toMatchObject({ message: 'unknown member "now"' });
     expectError(await call('DELETE', `/admin/v0/users/${user.id}/sessions`, { body: { all: true } }), 400, 'admin.validation_failed');
     expectError(await admin.inject({ method: 'POST', url: `/admin/v0/users/${user.id}/unban`, headers: { authorization: `Bearer ${key}`, 'content-type': 'text/plain' }, payload: 'x' }), 400, 'admin.validation_failed');
+    // A JSON null is a body, not an absent one: a ban is not made indefinite by it.
+    const nullBan = await admin.inject({ method: 'POST', url: `/admin/v0/users/${user.id}/ban`, headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, payload: 'null' });
+    expectError(nullBan, 400, 'admin.validation_failed');
+    expect((await call('GET', `/admin/v0/users/${user.id}`)).json()).toMatchObject({ banned: false });
   });
 });
 
@@ -653,6 +657,7 @@ describe('GET /users: listing and search (docs/admin-api.md#list-users)', () => 
     expect(await find('no-one-has-this')).toEqual([]);
     expectError(await call('GET', '/admin/v0/users?query='), 400, 'admin.validation_failed');
     expectError(await call('GET', `/admin/v0/users?query=${'a'.repeat(321)}`), 400, 'admin.validation_failed');
+    expectError(await call('GET', '/admin/v0/users?query=a%00b'), 400, 'admin.validation_failed');
   });
 
   it('pages walk every user exactly once while users are created and deleted between pages (property)', async () => {

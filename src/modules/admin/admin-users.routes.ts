@@ -30,7 +30,8 @@ export const KEYED = [401, 403, 429] as const;
  * absent body is read as `{}`, so that the schema refuses only members.
  */
 export const emptyBodyDefault: preValidationHookHandler = (request, _reply, done) => {
-  request.body ??= {};
+  // Only an absent body: a JSON `null` is a body, which the schema refuses.
+  if (request.body === undefined) request.body = {};
   done();
 };
 

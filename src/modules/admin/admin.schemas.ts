@@ -105,7 +105,8 @@ export function toAdminUser(row: AdminUserRow, now: Date): AdminUser {
 export const ListUsersQuerySchema = Type.Object(
   {
     query: Type.Optional(
-      withRule(Type.String({ minLength: 1, maxLength: EMAIL_MAX_LENGTH, examples: ['ali'] }), `must be 1 to ${EMAIL_MAX_LENGTH} characters`),
+      // No NUL: PostgreSQL text cannot hold one (the statement would fail, not match nothing).
+      withRule(Type.String({ minLength: 1, maxLength: EMAIL_MAX_LENGTH, pattern: '^[^\\u0000]*$', examples: ['ali'] }), `must be 1 to ${EMAIL_MAX_LENGTH} characters, without NUL`),
     ),
     limit: Type.Optional(LimitValue),
     cursor: Type.Optional(CursorValue),

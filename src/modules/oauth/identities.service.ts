@@ -57,7 +57,7 @@ export function createIdentitiesService(deps: IdentitiesDeps): IdentitiesService
         if (identity.user_id !== userId) return 'forbidden' as const;
         if (!(await hasOtherSignInMethod(tx, userId, identityId))) return 'last' as const;
         if (!(await deleteIdentity(tx, identityId, userId))) return 'not_found' as const;
-        await recordEvent(tx, { type: 'identity.unlinked', data: { user_id: userId, identity_id: identityId, provider: identity.provider } }, clock.now());
+        await recordEvent(tx, { type: 'identity.unlinked', data: { user_id: userId, identity_id: identity.id, provider: identity.provider } }, clock.now());
         const address = noticeAddress(user);
         if (address !== null) {
           const name = providers.get(identity.provider)?.name ?? identity.provider;

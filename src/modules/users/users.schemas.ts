@@ -88,9 +88,13 @@ export const SignUpResponseSchema = Type.Object(
   { additionalProperties: false, examples: [{ user: { ...EXAMPLE_VERIFIED_USER, is_email_verified: false } }] },
 );
 
-/** SetPasswordRequest (docs/api.md#set-a-password): the first password of a user who has none. */
+/**
+ * SetPasswordRequest (docs/api.md#set-a-password): the first password of a user who has none.
+ * Its length is the policy's, checked by the service after the recent sign-in (401) and "no
+ * password yet" (409), in that order, so the schema only asks for a string.
+ */
 export const SetPasswordRequestSchema = Type.Object(
-  { new_password: NewPasswordSchema },
+  { new_password: Type.String({ description: `${PASSWORD_MIN_CODE_POINTS} to ${PASSWORD_MAX_CODE_POINTS} characters (after NFKC normalisation), and the password policy` }) },
   { title: 'SetPasswordRequest', additionalProperties: false, examples: [{ new_password: 'plum tractor velvet harbour' }] },
 );
 
