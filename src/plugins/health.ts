@@ -45,10 +45,19 @@ export async function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T
  * before a new version starts"); else why not.
  */
 export async function readinessProblem(db: Db): Promise<keyof typeof NOT_READY_MESSAGES | undefined> {
+  const started = Date.now();
   try {
     await withTimeout(db.query('SELECT 1'), READINESS_TIMEOUT_MS);
   } catch {
-    return 'database';
+    // Once more, at once, unless the first try used up the time: a pooled connection the
+    // database dropped while it was away fails its first query and leaves the pool; a database
+    // that is back answers on a new one.
+    if (Date.now() - started >= READINESS_TIMEOUT_MS) return 'database';
+    try {
+      await withTimeout(db.query('SELECT 1'), READINESS_TIMEOUT_MS);
+    } catch {
+      return 'database';
+    }
   }
   try {
     const status = await withTimeout(schemaStatus(db), READINESS_TIMEOUT_MS);
