@@ -33,6 +33,22 @@ export function newTimeOrderedId(nowMs: number = Date.now()): string {
   bytes.writeUIntBE(nowMs, 0, TIME_BYTES);
   bytes[6] = (bytes[6]! & 0x0f) | 0x70; // version 7
   bytes[8] = (bytes[8]! & 0x3f) | 0x80; // variant 10 (RFC 9562 §4.1)
+  return uuidText(bytes);
+}
+
+/**
+ * The least version 7 UUID of the millisecond of `at` (RFC 9562 §5.7): every one made for an
+ * earlier instant, here or by the database's `uuid_v7()` (migration 014), sorts below it, so
+ * "created before `at`" is the key range `id < floor`.
+ */
+export function uuidV7Floor(at: Date): string {
+  const bytes = Buffer.alloc(UUID_BYTES);
+  bytes.writeUIntBE(Math.max(0, at.getTime()), 0, TIME_BYTES);
+  return uuidText(bytes);
+}
+
+/** The lower-case text form of a UUID's 16 bytes. */
+function uuidText(bytes: Buffer): string {
   const hex = bytes.toString('hex');
   return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
 }

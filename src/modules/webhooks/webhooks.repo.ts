@@ -1,3 +1,4 @@
+import { uuidV7Floor } from '../../crypto/ids.js';
 import type { Queryable } from '../../db/db.js';
 
 /**
@@ -42,15 +43,6 @@ export interface DeliveryRow {
 }
 
 const DELIVERY_COLUMNS = 'id, event_id, endpoint_id, event_type, status, attempts, last_attempt_at, last_status, last_error, next_attempt_at, created_at';
-
-/**
- * The least UUIDv7 of the millisecond of `at` (RFC 9562 §5.7): every id made by `uuid_v7` for an
- * earlier instant sorts below it, so "created before `at`" is the key range `id < floor`.
- */
-export function uuidV7Floor(at: Date): string {
-  const hex = Math.max(0, at.getTime()).toString(16).padStart(12, '0');
-  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-0000-0000-000000000000`;
-}
 
 /** Stores a new endpoint (enabled) with its sealed secret. */
 export async function insertEndpoint(q: Queryable, e: { id: string; url: string; eventTypes: readonly string[]; secret: string; now: Date }): Promise<EndpointRow> {
