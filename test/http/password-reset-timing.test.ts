@@ -59,27 +59,51 @@ async function timedRequest(email: string) {
   return { res, ms };
 }
 
+/**
+ * One measurement: ROUNDS interleaved pairs, the order inside a pair alternating, so whatever a
+ * request leaves behind (the outbox's work for a known address, garbage for the collector) falls
+ * on both sides alike. Returns the two medians in milliseconds.
+ */
+async function measure(): Promise<{ mu: number; mk: number }> {
+  const unknownTimes: number[] = [];
+  const knownTimes: number[] = [];
+  for (let i = 0; i < ROUNDS; i++) {
+    const unknownFirst = i % 2 === 0;
+    const first = await timedRequest(unknownFirst ? `${uniqueName('nobody')}@example.test` : known[i]!);
+    const second = await timedRequest(unknownFirst ? known[i]! : `${uniqueName('nobody')}@example.test`);
+    const [a, b] = unknownFirst ? [first, second] : [second, first];
+    expect(a.res.statusCode).toBe(204);
+    expect(b.res.statusCode).toBe(204);
+    expect(a.res.body).toBe(b.res.body);
+    expect(a.res.headers['content-length']).toBe(b.res.headers['content-length']);
+    unknownTimes.push(a.ms);
+    knownTimes.push(b.ms);
+  }
+  return { mu: median(unknownTimes), mk: median(knownTimes) };
+}
+
+/**
+ * A leak is systematic: it shows in every measurement. A neighbour's burst of load (the suite
+ * runs two files at a time) is not, so a measurement outside the tolerance is taken again, up to
+ * ATTEMPTS times in all, and the test fails only when every one of them is outside.
+ */
+const ATTEMPTS = 3;
+
 describe('a password-reset request does not reveal which addresses have an account', () => {
   it('known and unknown address: same status, same body, same time within noise', async () => {
-    const unknownTimes: number[] = [];
-    const knownTimes: number[] = [];
     await timedRequest(known[ROUNDS]!);
-    for (let i = 0; i < ROUNDS; i++) {
-      const a = await timedRequest(`${uniqueName('nobody')}@example.test`);
-      const b = await timedRequest(known[i]!);
-      expect(a.res.statusCode).toBe(204);
-      expect(b.res.statusCode).toBe(204);
-      expect(a.res.body).toBe(b.res.body);
-      expect(a.res.headers['content-length']).toBe(b.res.headers['content-length']);
-      unknownTimes.push(a.ms);
-      knownTimes.push(b.ms);
+    const seen: string[] = [];
+    let within = false;
+    for (let attempt = 0; attempt < ATTEMPTS && !within; attempt++) {
+      const { mu, mk } = await measure();
+      const allowed = Math.max(TOLERANCE * Math.max(mu, mk), NOISE_FLOOR_MS);
+      within = Math.abs(mu - mk) < allowed;
+      seen.push(`unknown ${mu.toFixed(2)} ms / known ${mk.toFixed(2)} ms`);
     }
-    const mu = median(unknownTimes);
-    const mk = median(knownTimes);
-    const allowed = Math.max(TOLERANCE * Math.max(mu, mk), NOISE_FLOOR_MS);
-    expect(Math.abs(mu - mk), `median unknown ${mu.toFixed(2)} ms, known ${mk.toFixed(2)} ms`).toBeLessThan(allowed);
-    // The known addresses really got a code (the work happened, after the answer).
+    expect(within, `medians per attempt: ${seen.join('; ')}`).toBe(true);
+    // The known addresses really got a code (the work happened, after the answer): one for the
+    // warm-up, one per round of each attempt made.
     const { rows } = await database.db.query<{ n: number }>("SELECT count(*)::int AS n FROM verification_codes WHERE purpose = 'password_reset'");
-    expect(rows[0]!.n).toBe(ROUNDS + 1);
+    expect(rows[0]!.n).toBe(1 + ROUNDS * seen.length);
   });
 });
