@@ -1,7 +1,7 @@
 import type { Queryable } from '../../db/db.js';
 import { openSuccessor, sealSuccessor } from '../../crypto/successor-seal.js';
 import { constantTimeEqual, sha256 } from '../../crypto/secrets.js';
-import { findSuccessor, hasCookieLifetimeLeft, type LockedRefreshToken } from './refresh-tokens.repo.js';
+import { findSuccessor, type LockedRefreshToken } from './refresh-tokens.repo.js';
 
 /**
  * The refresh grace window of docs/api.md#reuse-grace-window (`REFRESH_REUSE_GRACE_SECONDS` > 0).
@@ -45,8 +45,8 @@ export function isWithinGraceWindow(rotatedAt: Date, now: Date, graceSeconds: nu
 /**
  * Decides whether a rotated token presented again is the grace case (docs/api.md#reuse-grace-window), and if
  * so recovers the family's live token for the cookie. All of these must hold:
- * the window is on and `now - rotated_at <= graceSeconds`; the family (session) is neither
- * revoked nor within a second of its end ({@link hasCookieLifetimeLeft}); the presented token's direct child is the live (unrotated) token; and
+ * the window is on and `now - rotated_at <= graceSeconds`; the family (session) is live
+ * (`family_live`: neither revoked nor within a second of its end); the presented token's direct child is the live (unrotated) token; and
  * the sealed successor opens with the presented token and hashes to that child.
  *
  * Must run in the refresh transaction after `lockRefreshToken` locked `token` and its
@@ -69,7 +69,7 @@ export async function liveTokenWithinGrace(
   const { graceSeconds, now } = options;
   if (token.rotated_at === null || token.successor_ciphertext === null) return undefined;
   if (!isWithinGraceWindow(token.rotated_at, now, graceSeconds)) return undefined;
-  if (token.session_revoked_at !== null || !hasCookieLifetimeLeft(token.session_expires_at, now)) return undefined;
+  if (!token.family_live) return undefined;
   const child = await findSuccessor(q, token.id);
   // The child was rotated in turn: the presented token is now a grandparent, which is reuse.
   if (child === undefined || child.rotated_at !== null) return undefined;

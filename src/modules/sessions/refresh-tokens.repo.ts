@@ -8,11 +8,16 @@ import type { Queryable } from '../../db/db.js';
  * (docs/decisions.md).
  */
 export const MIN_SESSION_LIFETIME_SECONDS = 1;
-const MS_PER_SECOND = 1000;
 
-/** Whether a session ending at `expiresAt` has {@link MIN_SESSION_LIFETIME_SECONDS} or more left at `now`. */
-export function hasCookieLifetimeLeft(expiresAt: Date, now: Date): boolean {
-  return expiresAt.getTime() - now.getTime() >= MIN_SESSION_LIFETIME_SECONDS * MS_PER_SECOND;
+/**
+ * The one liveness rule of a refresh token family (docs/api.md#refresh-token-rotation), as an
+ * SQL condition: the session `s` is not revoked and has at least
+ * {@link MIN_SESSION_LIFETIME_SECONDS} left at `now` (an SQL expression of type timestamptz).
+ * Both the one-statement rotation and the locking transaction decide with it; nothing decides
+ * it again in TypeScript.
+ */
+function familyLiveSql(s: string, now: string): string {
+  return `(${s}.revoked_at IS NULL AND ${s}.expires_at >= ${now} + interval '${MIN_SESSION_LIFETIME_SECONDS} second')`;
 }
 
 /** A refresh token row locked for rotation, with the state of its family (session). */
@@ -20,11 +25,14 @@ export interface LockedRefreshToken {
   id: string;
   session_id: string;
   user_id: string;
-  /** When the token was replaced; written once by {@link markRotated}, never updated after. */
+  /** When the token was replaced; written once by the rotation, never updated after. */
   rotated_at: Date | null;
   /** The successor sealed under this token (grace window only, `sealSuccessor`); null otherwise. */
   successor_ciphertext: string | null;
-  session_revoked_at: Date | null;
+  /** The family may be refreshed at `now` ({@link familyLiveSql}: not revoked, a second or more left). */
+  family_live: boolean;
+  /** The family is not revoked and has not ended, but is in its last second (under {@link MIN_SESSION_LIFETIME_SECONDS} left). */
+  family_in_last_second: boolean;
   session_expires_at: Date;
   /** How the session's sign-in was authenticated (RFC 8176), kept across refreshes. */
   amr: string[];
@@ -39,30 +47,22 @@ export interface SuccessorToken {
   rotated_at: Date | null;
 }
 
-/** Stores a refresh token by its SHA-256 hash; `parentId` links it to the token it replaced. */
-export async function insertRefreshToken(
-  q: Queryable,
-  t: { id: string; sessionId: string; tokenHash: string; parentId: string | null; now: Date },
-): Promise<void> {
-  await q.query(
-    'INSERT INTO refresh_tokens (id, session_id, token_hash, parent_id, created_at) VALUES ($1, $2, $3, $4, $5)',
-    [t.id, t.sessionId, t.tokenHash, t.parentId, t.now],
-  );
-}
-
 /**
  * Finds the token with this hash and locks its row and its session's row (`FOR UPDATE`) until
  * the transaction ends, so parallel refreshes, logouts and revocations of one family serialise.
+ * The family's liveness at `now` is decided here, by the rule of the rotation ({@link familyLiveSql}).
  * @returns undefined when no token has this hash.
  */
-export async function lockRefreshToken(q: Queryable, tokenHash: string): Promise<LockedRefreshToken | undefined> {
+export async function lockRefreshToken(q: Queryable, tokenHash: string, now: Date): Promise<LockedRefreshToken | undefined> {
   const { rows } = await q.query<LockedRefreshToken>(
     `SELECT rt.id, rt.session_id, s.user_id, rt.rotated_at, rt.successor_ciphertext,
-            s.revoked_at AS session_revoked_at, s.expires_at AS session_expires_at, s.amr
+            ${familyLiveSql('s', '$2::timestamptz')} AS family_live,
+            (s.revoked_at IS NULL AND s.expires_at > $2::timestamptz AND NOT ${familyLiveSql('s', '$2::timestamptz')}) AS family_in_last_second,
+            s.expires_at AS session_expires_at, s.amr
        FROM refresh_tokens rt JOIN sessions s ON s.id = rt.session_id
       WHERE rt.token_hash = $1
       FOR UPDATE`,
-    [tokenHash],
+    [tokenHash, now],
   );
   return rows[0];
 }
@@ -93,14 +93,16 @@ const ERASE_PARENT_SEAL_SQL = `UPDATE refresh_tokens p SET successor_ciphertext 
  * seal ({@link ERASE_PARENT_SEAL_SQL}; grace window on). Under the strict rule nothing is sealed,
  * so that part is left out of the statement rather than skipped at run time. The deadline check
  * reads the count of every data-modifying CTE (see rotateLiveRefreshToken).
+ *
+ * Parameters: $1 presented token's hash, $2 now, $3 sealed successor or null, $4 successor's
+ * id, $5 successor's hash, $6 `last_used_at` resolution in seconds, $7 deadline or null.
  */
 function rotationSql(unseal: boolean): string {
   return `WITH rotated AS (
        UPDATE refresh_tokens rt SET rotated_at = $2, successor_ciphertext = $3
          FROM sessions s
         WHERE rt.token_hash = $1 AND rt.rotated_at IS NULL
-          AND s.id = rt.session_id AND s.revoked_at IS NULL
-          AND s.expires_at >= $2::timestamptz + make_interval(secs => $7)
+          AND s.id = rt.session_id AND ${familyLiveSql('s', '$2::timestamptz')}
        RETURNING rt.id, rt.session_id, rt.parent_id, s.user_id, s.expires_at, s.amr,
                  (s.last_used_at IS NULL OR s.last_used_at <= $2::timestamptz - make_interval(secs => $6)) AS last_use_stale
      ), ${unseal ? `unsealed AS (
@@ -109,9 +111,13 @@ function rotationSql(unseal: boolean): string {
        INSERT INTO refresh_tokens (id, session_id, token_hash, parent_id, created_at)
        SELECT $4, session_id, $5, id, $2 FROM rotated
        RETURNING id
+     ), touched AS (
+       UPDATE sessions t SET last_used_at = $2 FROM rotated
+        WHERE t.id = rotated.session_id AND rotated.last_use_stale
+       RETURNING t.id
      )
-     SELECT session_id, user_id, expires_at AS session_expires_at, amr, last_use_stale,
-            statement_deadline_check($8::timestamptz, (SELECT count(*) FROM successor)${unseal ? ' + (SELECT count(*) FROM unsealed)' : ''}) AS in_time,
+     SELECT session_id, user_id, expires_at AS session_expires_at, amr,
+            statement_deadline_check($7::timestamptz, (SELECT count(*) FROM successor) + (SELECT count(*) FROM touched)${unseal ? ' + (SELECT count(*) FROM unsealed)' : ''}) AS in_time,
             clock_timestamp() AS database_now
        FROM rotated`;
 }
@@ -125,27 +131,27 @@ export interface RotatedRefreshToken {
   session_expires_at: Date;
   /** The session's authentication methods (RFC 8176). */
   amr: string[];
-  /** `last_used_at` was unset or at least `lastUsedResolutionSeconds` old: the caller records the use (`touchSession`). */
-  last_use_stale: boolean;
   /** The database's `clock_timestamp()` just before the statement committed (for `StatementDeadlines.observe`). */
   database_now: Date;
 }
 
 /**
- * A refresh in its common case as one statement on its own (autocommit; docs/api.md#refresh-token-rotation,
- * docs/performance.md). When the token with `tokenHash` is live (never rotated) and its session
- * is not revoked and has at least {@link MIN_SESSION_LIFETIME_SECONDS} left at `now`, marks the
- * token rotated, inserts `successor` as its child, erases the sealed successor its parent holds
- * ({@link ERASE_PARENT_SEAL_SQL}; only when `successor.ciphertext` is set), and tells whether
- * the session's `last_used_at` is older than `lastUsedResolutionSeconds` (the caller then
- * touches it, at most once a minute, outside the hot statement). The guarded UPDATE locks the token's row: parallel
- * rotations of one token serialise on it, and one that waited re-checks "not yet rotated" on the
- * row as committed (READ COMMITTED re-evaluation), so exactly one succeeds and the others get
- * undefined. The session's row is read, not locked up front (the successor's foreign key takes
- * a key-share lock on it, which revocations do not conflict with): a revocation committing
- * meanwhile orders after this rotation, and every later use of the family checks the session
- * (docs/api.md#bearer-authentication). Locks come in the order of {@link lockRefreshToken}'s:
- * the token, then its session.
+ * The one rotation write of a refresh (docs/api.md#refresh-token-rotation, docs/performance.md).
+ * When the token with `tokenHash` is live (never rotated) and its family is live at `now`
+ * ({@link familyLiveSql}), marks the token rotated, inserts `successor` as its child, erases the
+ * sealed successor its parent holds ({@link ERASE_PARENT_SEAL_SQL}; only when
+ * `successor.ciphertext` is set), and records the use of the session (`last_used_at`, when it
+ * is at least `lastUsedResolutionSeconds` old: at most one write a minute per session), all in
+ * one statement.
+ *
+ * In its common case it runs on its own (autocommit: one round trip, one commit). The guarded
+ * UPDATE locks the token's row: parallel rotations of one token serialise on it, and one that
+ * waited re-checks "not yet rotated" on the row as committed (READ COMMITTED re-evaluation), so
+ * exactly one succeeds and the others get undefined. The session's row is read, and locked only
+ * when its use is recorded; a revocation committing meanwhile leaves a family whose every later
+ * use checks the session (docs/api.md#bearer-authentication). Locks come in the order of
+ * {@link lockRefreshToken}'s: the token, then its session. The locking transaction runs the same
+ * statement when it finds the token live after all.
  *
  * Last, once every lock is taken and every write done, it checks `deadline` against the
  * database's clock (`statement_deadline_check`, migration 010): a statement that reached the
@@ -155,11 +161,12 @@ export interface RotatedRefreshToken {
  * row, after the rotation (a condition naming no column would run first, as a one-time filter).
  *
  * @param successor the replacing token: its id, SHA-256 hash, and the successor sealed under the
- *   presented token (grace window) or null (strict rule), as {@link markRotated} stores it.
+ *   presented token (grace window) or null (strict rule).
+ * @param lastUsedResolutionSeconds how old `last_used_at` must be before it is written again, in seconds.
  * @param deadline the database-clock time after which the statement must not commit, or null
- *   to check nothing (`StatementDeadlines.next`).
+ *   to check nothing (`StatementDeadlines.next`; null inside a transaction).
  * @returns the family, or undefined when nothing was rotated (no such token, already rotated,
- *   or its session ended): the caller decides between reuse, grace and invalid with
+ *   or its family ended): the caller decides between reuse, grace and invalid with
  *   {@link lockRefreshToken} in a transaction of its own.
  * @throws the driver's error with SQLSTATE 57014 when the deadline had passed (nothing committed).
  */
@@ -181,35 +188,12 @@ export async function rotateLiveRefreshToken(
     t.successor.id,
     t.successor.tokenHash,
     t.lastUsedResolutionSeconds,
-    MIN_SESSION_LIFETIME_SECONDS,
     t.deadline,
   ]);
   const row = rows[0];
   if (row === undefined) return undefined;
   const { in_time: _checked, ...rotated } = row;
   return rotated;
-}
-
-/**
- * Marks a token rotated (replaced) if it is still live. Guarded, so of two callers only one wins,
- * and `rotated_at` is written once: the grace window (docs/api.md#reuse-grace-window) is measured from it.
- * @param successorCiphertext the successor sealed under this token (grace window enabled), or
- *   null to store nothing (strict rule).
- * Also erases the sealed successor of the token's parent ({@link ERASE_PARENT_SEAL_SQL}).
- * @returns true when this call rotated it.
- */
-export async function markRotated(q: Queryable, tokenId: string, now: Date, successorCiphertext: string | null): Promise<boolean> {
-  const { rows } = await q.query<{ id: string }>(
-    `WITH rotated AS (
-       UPDATE refresh_tokens SET rotated_at = $2, successor_ciphertext = $3 WHERE id = $1 AND rotated_at IS NULL
-       RETURNING id, parent_id
-     ), unsealed AS (
-       ${ERASE_PARENT_SEAL_SQL}
-     )
-     SELECT id FROM rotated`,
-    [tokenId, now, successorCiphertext],
-  );
-  return rows.length === 1;
 }
 
 /**

@@ -8,7 +8,7 @@ import { isRefreshTokenText, newRefreshToken, sha256 } from '../../crypto/secret
 import type { AccessTokenService } from '../tokens/access-token.service.js';
 import { securityEvent } from '../audit/security-events.js';
 import { isWithinGraceWindow, liveTokenWithinGrace, successorCiphertextFor } from './refresh-grace.js';
-import { hasCookieLifetimeLeft, insertRefreshToken, lockRefreshToken, markRotated, rotateLiveRefreshToken, type LockedRefreshToken } from './refresh-tokens.repo.js';
+import { lockRefreshToken, rotateLiveRefreshToken, type RotatedRefreshToken } from './refresh-tokens.repo.js';
 import { LAST_USED_RESOLUTION_SECONDS, revokeSession, touchSession } from './sessions.repo.js';
 import type { ClientContext, IssuedTokens } from './sessions.service.js';
 import { recordEvent } from '../events/events.repo.js';
@@ -54,28 +54,42 @@ export function createRefresh(deps: RefreshDeps): (presented: string | undefined
   const { db, clock, accessTokens, refreshReuseGraceSeconds, log, metrics } = deps;
   const deadlines = createStatementDeadlines(db);
 
-  /** Records the use of the session and signs an access token for the family of `token`; `refreshToken` goes into the cookie. */
-  const finish = async (tx: Queryable, token: LockedRefreshToken, refreshToken: string, now: Date): Promise<IssuedTokens> => {
-    await touchSession(tx, token.session_id, now);
-    const accessToken = await accessTokens.sign({ userId: token.user_id, sessionId: token.session_id, amr: token.amr });
-    return { sessionId: token.session_id, accessToken, refreshToken, refreshMaxAgeSeconds: secondsUntil(token.session_expires_at, now) };
+  /** The one rotation write ({@link rotateLiveRefreshToken}) of the token with `presentedHash`, with a new successor. */
+  const rotate = async (q: Queryable, presented: string, presentedHash: string, now: Date, deadline: Date | null) => {
+    const refreshToken = newRefreshToken();
+    const rotated = await rotateLiveRefreshToken(q, {
+      tokenHash: presentedHash,
+      now,
+      successor: { id: newTimeOrderedId(), tokenHash: sha256(refreshToken), ciphertext: successorCiphertextFor(refreshReuseGraceSeconds, presented, refreshToken) },
+      lastUsedResolutionSeconds: LAST_USED_RESOLUTION_SECONDS,
+      deadline,
+    });
+    return rotated === undefined ? undefined : { rotated, refreshToken };
+  };
+
+  /** Signs an access token for the family; `refreshToken` goes into the cookie. */
+  const issue = async (family: Pick<RotatedRefreshToken, 'session_id' | 'user_id' | 'amr' | 'session_expires_at'>, refreshToken: string, now: Date): Promise<IssuedTokens> => {
+    const accessToken = await accessTokens.sign({ userId: family.user_id, sessionId: family.session_id, amr: family.amr });
+    return { sessionId: family.session_id, accessToken, refreshToken, refreshMaxAgeSeconds: secondsUntil(family.session_expires_at, now) };
   };
 
   /** The locking transaction for a token that was not live: invalid, grace replay, reuse, or a rotation after all. */
   const decide = (presented: string, presentedHash: string, now: Date, client: ClientContext): Promise<SlowOutcome> =>
     db.transaction(async (tx): Promise<SlowOutcome> => {
-      const token = await lockRefreshToken(tx, presentedHash);
+      const token = await lockRefreshToken(tx, presentedHash, now);
       if (token === undefined) return { kind: 'invalid' };
       const family = { sessionId: token.session_id, userId: token.user_id };
       if (token.rotated_at !== null) {
         // Within its grace window in the session's last second: the replay could only hand out
         // a cookie with Max-Age=0, and two tabs racing is no reuse. Invalid, like any refresh there.
-        const lastSecond = token.session_revoked_at === null && token.session_expires_at > now && !hasCookieLifetimeLeft(token.session_expires_at, now);
-        if (lastSecond && isWithinGraceWindow(token.rotated_at, now, refreshReuseGraceSeconds)) return { kind: 'invalid' };
+        if (token.family_in_last_second && isWithinGraceWindow(token.rotated_at, now, refreshReuseGraceSeconds)) return { kind: 'invalid' };
         // docs/api.md#reuse-grace-window: the live token's immediate parent, shortly after its
         // rotation, gets that same live token back. Everything else rotated is reuse.
         const live = await liveTokenWithinGrace(tx, token, presented, { graceSeconds: refreshReuseGraceSeconds, now });
-        if (live !== undefined) return { kind: 'replayed', ...family, tokens: await finish(tx, token, live, now) };
+        if (live !== undefined) {
+          await touchSession(tx, token.session_id, now);
+          return { kind: 'replayed', ...family, tokens: await issue(token, live, now) };
+        }
         const revoked = await revokeSession(tx, token.session_id, 'refresh_token_reuse', now);
         // Recorded with the revocation, which commits although the request fails (docs/api.md#event-types).
         await recordEvent(
@@ -85,11 +99,11 @@ export function createRefresh(deps: RefreshDeps): (presented: string | undefined
         );
         return { kind: 'reused', revoked, ...family };
       }
-      if (token.session_revoked_at !== null || !hasCookieLifetimeLeft(token.session_expires_at, now)) return { kind: 'invalid' };
-      const refreshToken = newRefreshToken();
-      await markRotated(tx, token.id, now, successorCiphertextFor(refreshReuseGraceSeconds, presented, refreshToken));
-      await insertRefreshToken(tx, { id: newTimeOrderedId(), sessionId: token.session_id, tokenHash: sha256(refreshToken), parentId: token.id, now });
-      return { kind: 'rotated', ...family, tokens: await finish(tx, token, refreshToken, now) };
+      // Live after all (the one statement found it otherwise a moment ago): the same rotation,
+      // under the locks taken here; it rotates nothing when the family has ended.
+      const done = await rotate(tx, presented, presentedHash, now, null);
+      if (done === undefined) return { kind: 'invalid' };
+      return { kind: 'rotated', ...family, tokens: await issue(done.rotated, done.refreshToken, now) };
     });
 
   return async (presented, client) => {
@@ -106,20 +120,11 @@ export function createRefresh(deps: RefreshDeps): (presented: string | undefined
     }
     const now = clock.now();
     const presentedHash = sha256(presented);
-    const successorToken = newRefreshToken();
-    const rotated = await rotateLiveRefreshToken(db, {
-      tokenHash: presentedHash,
-      now,
-      successor: { id: newTimeOrderedId(), tokenHash: sha256(successorToken), ciphertext: successorCiphertextFor(refreshReuseGraceSeconds, presented, successorToken) },
-      lastUsedResolutionSeconds: LAST_USED_RESOLUTION_SECONDS,
-      deadline: await deadlines.next(),
-    });
-    if (rotated !== undefined) {
-      deadlines.observe(rotated.database_now);
-      if (rotated.last_use_stale) await touchSession(db, rotated.session_id, now);
-      const accessToken = await accessTokens.sign({ userId: rotated.user_id, sessionId: rotated.session_id, amr: rotated.amr });
+    const done = await rotate(db, presented, presentedHash, now, await deadlines.next());
+    if (done !== undefined) {
+      deadlines.observe(done.rotated.database_now);
       metrics.refresh('rotated');
-      return { sessionId: rotated.session_id, accessToken, refreshToken: successorToken, refreshMaxAgeSeconds: secondsUntil(rotated.session_expires_at, now) };
+      return issue(done.rotated, done.refreshToken, now);
     }
     const outcome = await decide(presented, presentedHash, now, client);
     switch (outcome.kind) {
