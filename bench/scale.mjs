@@ -49,7 +49,7 @@ import { buildApp, createLogger } from '../dist/src/app.js';
 import { loadConfig } from '../dist/src/config.js';
 import { openPostgres } from '../dist/src/db/pg.js';
 import { loadKeyStore } from '../dist/src/modules/keys/keys.service.js';
-import { sealTotpSecret } from '../dist/src/modules/mfa/totp-secret.js';
+import { sealSecret } from '../dist/src/crypto/sealed-secret.js';
 import { newTotpSecret } from '../dist/src/modules/mfa/totp.js';
 import {
   ADMIN_URL,
@@ -322,7 +322,7 @@ async function seed(url, n, templates, keys) {
     // associated data): made here, one per TOTP user, and inserted in one statement.
     const sealStarted = performance.now();
     const { rows: totpUsers } = await c.query(`SELECT g, pg_temp.lk_id('user', g)::text AS id FROM generate_series(10, $1::int, 10) AS g`, [n]);
-    const totp = { gs: totpUsers.map((r) => r.g), secrets: totpUsers.map((r) => sealTotpSecret(keys.mfa.totpSecretKey, r.id, newTotpSecret())) };
+    const totp = { gs: totpUsers.map((r) => r.g), secrets: totpUsers.map((r) => sealSecret(keys.mfa.totpSecretKey, r.id, newTotpSecret())) };
     const sealSeconds = (performance.now() - sealStarted) / 1000;
     const tables = [];
     for (const step of seedStatements(n, templates, totp)) {
