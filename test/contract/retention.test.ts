@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import pg from 'pg';
 import { createLogger } from '../../src/app.js';
 import type { RetentionSettings } from '../../src/config.js';
 import { claimDueEmails, countOutboxBacklog, cancelExpiredEmails, oldestPendingEmailCreatedAt, releaseLeases, type OutboxStatus } from '../../src/modules/mail/outbox.repo.js';
@@ -272,11 +273,15 @@ describe('email outbox', () => {
 });
 
 describe('sealed successors of the refresh grace window', () => {
-  /** A rotated token rotated `seconds` ago with a (fake) sealed successor. */
-  async function sealed(sessionId: string, seconds: number): Promise<string> {
+  /**
+   * A token rotated `seconds` ago with a (fake) sealed successor, sealed then: the first token
+   * of a session of its own (one token without a parent per session, migration 019).
+   */
+  async function sealed(userId: string, seconds: number): Promise<string> {
+    const { id: sessionId } = await insertSession({ userId, expiresAt: daysAgo(-10), tokens: 0 });
     const id = randomUUID();
     await database.db.query(
-      `INSERT INTO refresh_tokens (id, session_id, token_hash, created_at, rotated_at, successor_ciphertext) VALUES ($1, $2, $3, $4, $4, 'sealed')`,
+      `INSERT INTO refresh_tokens (id, session_id, token_hash, created_at, rotated_at, successor_ciphertext, sealed_at) VALUES ($1, $2, $3, $4, $4, 'sealed', $4)`,
       [id, sessionId, randomUUID(), secondsAgo(seconds)],
     );
     return id;
@@ -288,9 +293,8 @@ describe('sealed successors of the refresh grace window', () => {
 
   it('erases the seals of rotations older than the grace window, in batches, and keeps those within it', async () => {
     const userId = await insertUser();
-    const { id: sessionId } = await insertSession({ userId, expiresAt: daysAgo(-10), tokens: 1 });
-    const outside = await Promise.all([GRACE + 1, GRACE + 60, 3600, 86_400, 2 * 86_400].map((s) => sealed(sessionId, s)));
-    const inside = await Promise.all([GRACE, GRACE - 1, 0].map((s) => sealed(sessionId, s)));
+    const outside = await Promise.all([GRACE + 1, GRACE + 60, 3600, 86_400, 2 * 86_400].map((s) => sealed(userId, s)));
+    const inside = await Promise.all([GRACE, GRACE - 1, 0].map((s) => sealed(userId, s)));
     const small = worker({ batchSize: 2, pauseMs: 0 });
     expect(await small.eraseSealedSuccessors()).toBe(5);
     for (const id of outside) expect(await ciphertextOf(id)).toBeNull();
@@ -301,8 +305,7 @@ describe('sealed successors of the refresh grace window', () => {
 
   it('erases in bounded statements: with a batch of 2, five seals take three statements', async () => {
     const userId = await insertUser();
-    const { id: sessionId } = await insertSession({ userId, expiresAt: daysAgo(-10), tokens: 1 });
-    await Promise.all(Array.from({ length: 5 }, (_, i) => sealed(sessionId, GRACE + 1 + i)));
+    await Promise.all(Array.from({ length: 5 }, (_, i) => sealed(userId, GRACE + 1 + i)));
     expect(await purgeInBatches((limit) => eraseExpiredSuccessors(database.db, secondsAgo(GRACE), limit), { batchSize: 2, maxBatches: 100, pauseMs: 0 })).toEqual({
       rows: 5,
       batches: 3,
@@ -353,35 +356,43 @@ const seqScans = (statement: Statement): Promise<string[]> => seqScanTables(data
 describe.runIf(process.env.TEST_DB === 'postgres')('no per-second or per-scrape statement reads a whole table (PostgreSQL, 200 000 rows)', () => {
   const ROWS = 200_000;
   beforeAll(async () => {
+    // Seeding 200,000 rows on a busy machine can take longer than the service pool's statement
+    // and answer timeouts (src/db/pg.ts), which are for requests: a connection of its own.
     const userId = await insertUser();
-    await database.db.query(
-      `INSERT INTO email_outbox (id, kind, recipient, payload, status, attempts, created_at, next_attempt_at, sent_at, expires_at)
-       SELECT gen_random_uuid(), 'verification', 'r' || i || '@example.test', '{"username":"r"}'::jsonb,
-              CASE WHEN i % 1000 = 0 THEN 'dead' WHEN i % 100 = 0 THEN 'cancelled' ELSE 'sent' END, 1,
-              $1::timestamptz - make_interval(secs => i), $1::timestamptz - make_interval(secs => i), $1::timestamptz - make_interval(secs => i),
-              $1::timestamptz - make_interval(secs => i) + interval '15 minutes'
-         FROM generate_series(1, $2::int) AS i`,
-      [T0, ROWS],
-    );
-    await database.db.query(
-      `WITH d AS (INSERT INTO devices (id, user_id, created_at) SELECT gen_random_uuid(), $1, $2 FROM generate_series(1, $3::int) RETURNING id),
-            s AS (INSERT INTO sessions (id, user_id, device_id, created_at, expires_at)
-                  SELECT gen_random_uuid(), $1, d.id, $2, $2::timestamptz + interval '30 days' FROM d RETURNING id)
-       INSERT INTO refresh_tokens (id, session_id, token_hash, created_at) SELECT gen_random_uuid(), s.id, md5(s.id::text), $2 FROM s`,
-      [userId, T0, ROWS / 4],
-    );
-    await database.db.query(
-      `INSERT INTO verification_codes (id, user_id, email, code_hash, created_at, expires_at, consumed_at)
-       SELECT gen_random_uuid(), $1, 'x@example.test', md5(i::text), $2::timestamptz - make_interval(secs => i), $2::timestamptz - make_interval(secs => i) + interval '15 minutes',
-              $2::timestamptz - make_interval(secs => i) + interval '1 minute'
-         FROM generate_series(1, $3::int) AS i`,
-      [userId, T0, ROWS / 4],
-    );
-    await database.db.query(
-      `INSERT INTO rate_limits (key, window_start, hits) SELECT 'explain:' || i, $1::timestamptz - make_interval(secs => i), 1 FROM generate_series(1, $2::int) AS i`,
-      [T0, ROWS / 4],
-    );
-    await database.db.query('ANALYZE');
+    const tx = new pg.Client({ connectionString: database.url });
+    await tx.connect();
+    try {
+      await tx.query(
+        `INSERT INTO email_outbox (id, kind, recipient, payload, status, attempts, created_at, next_attempt_at, sent_at, expires_at)
+         SELECT gen_random_uuid(), 'verification', 'r' || i || '@example.test', '{"username":"r"}'::jsonb,
+                CASE WHEN i % 1000 = 0 THEN 'dead' WHEN i % 100 = 0 THEN 'cancelled' ELSE 'sent' END, 1,
+                $1::timestamptz - make_interval(secs => i), $1::timestamptz - make_interval(secs => i), $1::timestamptz - make_interval(secs => i),
+                $1::timestamptz - make_interval(secs => i) + interval '15 minutes'
+           FROM generate_series(1, $2::int) AS i`,
+        [T0, ROWS],
+      );
+      await tx.query(
+        `WITH d AS (INSERT INTO devices (id, user_id, created_at) SELECT gen_random_uuid(), $1, $2 FROM generate_series(1, $3::int) RETURNING id),
+              s AS (INSERT INTO sessions (id, user_id, device_id, created_at, expires_at)
+                    SELECT gen_random_uuid(), $1, d.id, $2, $2::timestamptz + interval '30 days' FROM d RETURNING id)
+         INSERT INTO refresh_tokens (id, session_id, token_hash, created_at) SELECT gen_random_uuid(), s.id, md5(s.id::text), $2 FROM s`,
+        [userId, T0, ROWS / 4],
+      );
+      await tx.query(
+        `INSERT INTO verification_codes (id, user_id, email, code_hash, created_at, expires_at, consumed_at)
+         SELECT gen_random_uuid(), $1, 'x@example.test', md5(i::text), $2::timestamptz - make_interval(secs => i), $2::timestamptz - make_interval(secs => i) + interval '15 minutes',
+                $2::timestamptz - make_interval(secs => i) + interval '1 minute'
+           FROM generate_series(1, $3::int) AS i`,
+        [userId, T0, ROWS / 4],
+      );
+      await tx.query(
+        `INSERT INTO rate_limits (key, window_start, hits) SELECT 'explain:' || i, $1::timestamptz - make_interval(secs => i), 1 FROM generate_series(1, $2::int) AS i`,
+        [T0, ROWS / 4],
+      );
+      await tx.query('ANALYZE');
+    } finally {
+      await tx.end();
+    }
   }, 120_000);
 
   it('the outbox worker round: cancelling expired rows, dropping expired codes, claiming due rows, releasing leases', async () => {

@@ -164,7 +164,7 @@ export async function purgeDeadEmails(q: Queryable, before: Date, limit: number)
 
 /**
  * Erases (sets to NULL) up to `limit` sealed successors (`successor_ciphertext`, migration 002)
- * of tokens rotated before `before`, oldest first (index `refresh_tokens_sealed_idx`). Called
+ * sealed before `before`, oldest first (index `refresh_tokens_sealed_at_idx`, migration 019). Called
  * with `before = now - REFRESH_REUSE_GRACE_SECONDS`: the seal serves only the grace window
  * (docs/api.md#refresh-token-rotation), and once the window has passed, presenting the parent is reuse whether or
  * not the seal is there; without it a database dump plus an old parent token never yields a
@@ -173,10 +173,10 @@ export async function purgeDeadEmails(q: Queryable, before: Date, limit: number)
  */
 export async function eraseExpiredSuccessors(q: Queryable, before: Date, limit: number): Promise<number> {
   const { rowCount } = await q.query(
-    `UPDATE refresh_tokens SET successor_ciphertext = NULL WHERE ctid = ANY(ARRAY(
+    `UPDATE refresh_tokens SET successor_ciphertext = NULL, sealed_at = NULL WHERE ctid = ANY(ARRAY(
        SELECT ctid FROM refresh_tokens
-        WHERE successor_ciphertext IS NOT NULL AND rotated_at < $1
-        ORDER BY rotated_at
+        WHERE sealed_at < $1
+        ORDER BY sealed_at
         LIMIT $2
         FOR UPDATE SKIP LOCKED))`,
     [before, limit],

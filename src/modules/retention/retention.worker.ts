@@ -20,7 +20,7 @@ export const RETENTION_INTERVAL_MS = 10 * 60 * 1000;
 /**
  * How often sealed successors past the refresh grace window are erased, in milliseconds: a
  * seal outlives its window (at most 300 s, `REFRESH_REUSE_GRACE_SECONDS`) by at most this much.
- * Each run is one probe of `refresh_tokens_sealed_idx`, which holds only the rotations of the
+ * Each run is one probe of `refresh_tokens_sealed_at_idx`, which holds only the rotations of the
  * last window, so running it this often costs nothing measurable (docs/performance.md,
  * "Retention and the cost of a growing database").
  */

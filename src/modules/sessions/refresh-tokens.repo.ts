@@ -81,7 +81,7 @@ export async function lockRefreshToken(q: Queryable, tokenHash: string, now: Dat
  * waiting for it could deadlock. A seal skipped so opens to a rotated token only, and the
  * retention worker erases it once its window has passed.
  */
-const ERASE_PARENT_SEAL_SQL = `UPDATE refresh_tokens p SET successor_ciphertext = NULL
+const ERASE_PARENT_SEAL_SQL = `UPDATE refresh_tokens p SET successor_ciphertext = NULL, sealed_at = NULL
         WHERE p.id = ANY(ARRAY(
           SELECT q.id FROM refresh_tokens q JOIN rotated ON q.id = rotated.parent_id
            WHERE $3::text IS NOT NULL AND q.successor_ciphertext IS NOT NULL
@@ -89,17 +89,22 @@ const ERASE_PARENT_SEAL_SQL = `UPDATE refresh_tokens p SET successor_ciphertext 
        RETURNING p.id`;
 
 /**
- * The statement of {@link rotateLiveRefreshToken}; with `unseal`, it also erases the parent's
- * seal ({@link ERASE_PARENT_SEAL_SQL}; grace window on). Under the strict rule nothing is sealed,
+ * The statement of {@link rotateLiveRefreshToken}; with `unseal` (grace window on), it also
+ * records when the seal was made (`sealed_at`, which the retention worker erases it by) and
+ * erases the parent's seal ({@link ERASE_PARENT_SEAL_SQL}). Under the strict rule nothing is sealed,
  * so that part is left out of the statement rather than skipped at run time. The deadline check
  * reads the count of every data-modifying CTE (see rotateLiveRefreshToken).
+ *
+ * Under the strict rule the UPDATE writes only `rotated_at` (and a NULL over the NULL
+ * `successor_ciphertext`), which no index reads (migration 019): the new row version stays on
+ * its page and no index of `refresh_tokens` gets an entry for it (a HOT update).
  *
  * Parameters: $1 presented token's hash, $2 now, $3 sealed successor or null, $4 successor's
  * id, $5 successor's hash, $6 `last_used_at` resolution in seconds, $7 deadline or null.
  */
 function rotationSql(unseal: boolean): string {
   return `WITH rotated AS (
-       UPDATE refresh_tokens rt SET rotated_at = $2, successor_ciphertext = $3
+       UPDATE refresh_tokens rt SET rotated_at = $2, successor_ciphertext = $3${unseal ? ', sealed_at = $2' : ''}
          FROM sessions s
         WHERE rt.token_hash = $1 AND rt.rotated_at IS NULL
           AND s.id = rt.session_id AND ${familyLiveSql('s', '$2::timestamptz')}
