@@ -14,7 +14,8 @@
  *   every answer the client resolves to, in Chromium against the real service, with the table's
  *   answer schema.
  */
-import type { TSchema } from '@sinclair/typebox';
+import { FormatRegistry, type TSchema } from '@sinclair/typebox';
+import { Value } from '@sinclair/typebox/value';
 import { DeleteAccountRequestSchema } from '../../src/modules/accounts/accounts.schemas.js';
 import { ChangeEmailRequestSchema, ConfirmEmailChangeRequestSchema, ConfirmEmailChangeResponseSchema } from '../../src/modules/email-change/email-change.schemas.js';
 import { JwksSchema } from '../../src/modules/keys/keys.routes.js';
@@ -97,3 +98,27 @@ export const CLIENT_CONTRACT = {
 
 /** An operation's path on the client object. */
 export type ContractOperation = keyof typeof CLIENT_CONTRACT;
+
+/**
+ * The string formats the contract's schemas use, for TypeBox's Value.Check (which knows none of
+ * its own): RFC 9562 UUIDs, RFC 3339 date-times, RFC 3986 URIs, and addresses with an `@` (the
+ * service checks addresses on input; an answer only has to be one it stored).
+ */
+const FORMATS: Record<string, (value: string) => boolean> = {
+  uuid: (value) => /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(value),
+  'date-time': (value) => /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$/.test(value) && !Number.isNaN(Date.parse(value)),
+  uri: (value) => URL.canParse(value),
+  email: (value) => /^[^@\s]+@[^@\s]+$/.test(value),
+};
+for (const [name, check] of Object.entries(FORMATS)) if (!FormatRegistry.Has(name)) FormatRegistry.Set(name, check);
+
+/**
+ * How an answer the client resolved to for `operation` departs from its route's answer schema:
+ * one line per error (path and message), none when it conforms; a 204's answer must be null
+ * (the page's `run` turns undefined into null).
+ */
+export function answerErrors(operation: ContractOperation, answer: unknown): string[] {
+  const schema = CLIENT_CONTRACT[operation].response;
+  if (schema === null) return answer === null ? [] : [`a 204 resolved to ${JSON.stringify(answer)}`];
+  return [...Value.Errors(schema, answer)].map((error) => `${error.path || '/'}: ${error.message}`);
+}
