@@ -105,10 +105,11 @@ const client = createClient({ baseUrl: '' });
 window.client = client;
 window.createClient = createClient;
 window.events = [];
-/** Calls an operation of the client: { ok: body } or { error: the LatchkeyError's fields }. */
+/** Calls an operation of the client by its path ('me', 'mfa.verify'): { ok: body } or { error: the LatchkeyError's fields }. */
 window.run = async (op, ...args) => {
   try {
-    return { ok: (await client[op](...args)) ?? null };
+    const [group, name] = op.includes('.') ? op.split('.') : [null, op];
+    return { ok: (await (group === null ? client : client[group])[name](...args)) ?? null };
   } catch (e) {
     return { error: { name: e.name, code: e.code, message: e.message, status: e.status, retryAfter: e.retryAfter } };
   }

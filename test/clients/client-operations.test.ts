@@ -2,6 +2,7 @@ import { chromium, type Browser, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createVerifiedUser, emailChangeCode, latestCode, PASSWORD, resetCode, signIn, uniqueName } from '../helpers/flows.js';
 import { stepAt, totpForStep } from '../helpers/totp.js';
+import { answerErrors, CLIENT_CONTRACT, type ContractOperation } from './client-contract.js';
 import { addVirtualAuthenticator, CHROMIUM, CHROMIUM_ARGS, INSECURE_HOST, SKIP_BROWSER, startFrontDoor, type FrontDoor } from './browser-harness.js';
 
 /** What the page's `run(op, ...args)` gives back: the parsed body, or the LatchkeyError's fields. */
@@ -24,8 +25,17 @@ describe.skipIf(SKIP_BROWSER)('@latchkey/client in Chromium: every operation of 
     await door?.close();
   });
 
-  /** Calls `client[op](...args)` in the page. */
-  const run = (op: string, ...args: unknown[]): Promise<Outcome> => page.evaluate(([o, a]) => (globalThis as unknown as { run(op: string, ...args: unknown[]): Promise<Outcome> }).run(o, ...a), [op, args] as const);
+  /**
+   * Calls the operation at `op` on the client (`'me'`, `'mfa.verify'`) in the page. An answer it
+   * resolves to must conform to its route's answer schema (test/clients/client-contract.ts), which
+   * the client's declared types equal: the service's real answers have the shapes the client declares.
+   */
+  const run = async (op: string, ...args: unknown[]): Promise<Outcome> => {
+    const outcome = await page.evaluate(([o, a]) => (globalThis as unknown as { run(op: string, ...args: unknown[]): Promise<Outcome> }).run(o, ...a), [op, args] as const);
+    // refresh() resolves to a boolean, linkProvider() navigates: neither resolves to the answer.
+    if (outcome.ok !== undefined && op in CLIENT_CONTRACT && op !== 'refresh' && op !== 'linkProvider') expect(answerErrors(op as ContractOperation, outcome.ok), `${op}'s answer`).toEqual([]);
+    return outcome;
+  };
   /** The error fields expected for a service error code. */
   const refused = (code: string, status: number, retryAfter: number | null = null) => ({ error: { name: 'LatchkeyError', code, message: expect.any(String), status, retryAfter } });
   const signedIn = () => page.evaluate<boolean>('window.client.signedIn');
@@ -61,14 +71,14 @@ describe.skipIf(SKIP_BROWSER)('@latchkey/client in Chromium: every operation of 
 
     // Sessions: another device's session is listed, then revoked from here.
     const other = await signIn(door.ctx, { username, password: PASSWORD });
-    const listed = (await run('listSessions')).ok as { sessions: { id: string; current: boolean }[] };
+    const listed = (await run('sessions.list')).ok as { sessions: { id: string; current: boolean }[] };
     expect(listed.sessions.map((s) => [s.id, s.current])).toEqual([
       [sessionId, true],
       [other.sessionId, false],
     ]);
-    expect(await run('revokeSession', other.sessionId)).toEqual({ ok: null });
-    expect(((await run('listSessions')).ok as { sessions: unknown[] }).sessions).toHaveLength(1);
-    expect(await run('revokeSession', '00000000-0000-4000-8000-000000000000')).toEqual(refused('auth.session_not_found', 404));
+    expect(await run('sessions.revoke', other.sessionId)).toEqual({ ok: null });
+    expect(((await run('sessions.list')).ok as { sessions: unknown[] }).sessions).toHaveLength(1);
+    expect(await run('sessions.revoke', '00000000-0000-4000-8000-000000000000')).toEqual(refused('auth.session_not_found', 404));
 
     // Email change: a code to the new address, then confirmed; the session goes on.
     expect(await run('changeEmail', { new_email: newEmail, password: 'not the password' })).toEqual(refused('auth.invalid_current_password', 401));
@@ -93,7 +103,7 @@ describe.skipIf(SKIP_BROWSER)('@latchkey/client in Chromium: every operation of 
 
     // Revoke all sessions, then delete the account.
     expect((await run('signIn', { email: newEmail, password: resetPassword })).ok).toBeDefined();
-    expect(await run('revokeAllSessions')).toEqual({ ok: null });
+    expect(await run('sessions.revokeAll')).toEqual({ ok: null });
     expect(await signedIn()).toBe(false);
     expect(await lastSignOut()).toBe('sessions_revoked');
     expect((await run('signIn', { username, password: resetPassword })).ok).toBeDefined();
@@ -103,36 +113,36 @@ describe.skipIf(SKIP_BROWSER)('@latchkey/client in Chromium: every operation of 
     expect(await run('signIn', { username, password: resetPassword })).toEqual(refused('auth.invalid_credentials', 401));
   }, 90_000);
 
-  it('two-step sign-in: TOTP set up and enabled through the client, then signIn throws auth.mfa_required and signInMfa completes it', async () => {
+  it('two-step sign-in: TOTP set up and enabled through the client, then signIn throws auth.mfa_required and mfa.verify completes it', async () => {
     const user = await createUser();
     expect((await run('signIn', { username: user.username, password: PASSWORD })).ok).toBeDefined();
-    const setup = (await run('setupTotp', { password: PASSWORD })).ok as { secret: string; otpauth_uri: string };
+    const setup = (await run('mfa.setUp', { password: PASSWORD })).ok as { secret: string; otpauth_uri: string };
     expect(setup.otpauth_uri).toMatch(/^otpauth:\/\/totp\//);
     const code = (offset = 0) => totpForStep(setup.secret, stepAt(new Date()) + offset);
-    const enabled = (await run('enableTotp', { code: code() })).ok as { recovery_codes: string[] };
+    const enabled = (await run('mfa.enable', { code: code() })).ok as { recovery_codes: string[] };
     expect(enabled.recovery_codes).toHaveLength(10);
     expect(await run('logout')).toEqual({ ok: null });
 
     expect(await run('signIn', { username: user.username, password: PASSWORD })).toEqual(refused('auth.mfa_required', 403));
     expect(await signedIn()).toBe(false);
     const wrong = code().replace(/.$/, (d) => String((Number(d) + 5) % 10));
-    expect(await run('signInMfa', { code: wrong })).toEqual(refused('auth.mfa.invalid_code', 401));
-    const second = await run('signInMfa', { recovery_code: enabled.recovery_codes[0] });
+    expect(await run('mfa.verify', { code: wrong })).toEqual(refused('auth.mfa.invalid_code', 401));
+    const second = await run('mfa.verify', { recovery_code: enabled.recovery_codes[0] });
     expect(second.ok).toMatchObject({ user: { username: user.username }, session_id: expect.any(String) });
     expect(await signedIn()).toBe(true);
     const token = (await page.evaluate<string>('window.client.accessToken()')).split('.')[1]!;
     expect((JSON.parse(Buffer.from(token, 'base64url').toString('utf8')) as { amr: string[] }).amr).toEqual(['pwd', 'otp']);
 
-    const regenerated = (await run('regenerateRecoveryCodes', { password: PASSWORD, code: code(1) })).ok as { recovery_codes: string[] };
+    const regenerated = (await run('mfa.regenerateRecoveryCodes', { password: PASSWORD, code: code(1) })).ok as { recovery_codes: string[] };
     expect(regenerated.recovery_codes).toHaveLength(10);
-    expect(await run('disableTotp', { password: PASSWORD, code: enabled.recovery_codes[1] })).toEqual(refused('auth.mfa.invalid_code', 401));
-    expect(await run('disableTotp', { password: PASSWORD, code: regenerated.recovery_codes[0] })).toEqual({ ok: null });
+    expect(await run('mfa.disable', { password: PASSWORD, code: enabled.recovery_codes[1] })).toEqual(refused('auth.mfa.invalid_code', 401));
+    expect(await run('mfa.disable', { password: PASSWORD, code: regenerated.recovery_codes[0] })).toEqual({ ok: null });
     expect(await run('logout')).toEqual({ ok: null });
     expect((await run('signIn', { username: user.username, password: PASSWORD })).ok).toBeDefined();
     expect(await run('logout')).toEqual({ ok: null });
   });
 
-  it("passkeys with Chromium's virtual authenticator: registered, listed, renamed, deleted; signInWithPasskey signs in every tab like signIn, with amr hwk and user; the browser's refusals (a second passkey on one authenticator, an unverified user) are client.passkey_* errors; a deleted passkey signs in no more", async () => {
+  it("passkeys with Chromium's virtual authenticator: registered, listed, renamed, deleted; passkeys.signIn signs in every tab like signIn, with amr hwk and user; the browser's refusals (a second passkey on one authenticator, an unverified user) are client.passkey_* errors; a deleted passkey signs in no more", async () => {
     const user = await createUser();
     const cdp = await page.context().newCDPSession(page);
     const authenticatorId = await addVirtualAuthenticator(cdp);
@@ -141,11 +151,11 @@ describe.skipIf(SKIP_BROWSER)('@latchkey/client in Chromium: every operation of 
     const opened: Page[] = [];
     try {
       // Signed out: the service refuses before any ceremony.
-      expect(await run('registerPasskey')).toEqual(refused('auth.missing_access_token', 401));
+      expect(await run('passkeys.register')).toEqual(refused('auth.missing_access_token', 401));
       expect(await credentials()).toEqual([]);
 
       expect((await run('signIn', { username: user.username, password: PASSWORD })).ok).toBeDefined();
-      const created = await run('registerPasskey', { name: 'Laptop' });
+      const created = await run('passkeys.register', { name: 'Laptop' });
       expect(created).toEqual({ ok: { passkey: { id: expect.any(String), name: 'Laptop', created_at: expect.any(String), last_used_at: null } } });
       const passkey = (created.ok as { passkey: { id: string; created_at: string } }).passkey;
       // The authenticator holds one discoverable credential for the RP ID localhost.
@@ -154,15 +164,15 @@ describe.skipIf(SKIP_BROWSER)('@latchkey/client in Chromium: every operation of 
       expect(held[0]).toMatchObject({ isResidentCredential: true, rpId: 'localhost' });
       // The same authenticator again: the browser refuses (the options exclude its credential); nothing is sent after the options.
       const before = door.auth.length;
-      expect(await run('registerPasskey', { name: 'Again' })).toEqual({ error: { name: 'LatchkeyError', code: 'client.passkey_exists', message: expect.any(String), status: 0, retryAfter: null } });
+      expect(await run('passkeys.register', { name: 'Again' })).toEqual({ error: { name: 'LatchkeyError', code: 'client.passkey_exists', message: expect.any(String), status: 0, retryAfter: null } });
       expect(door.auth.slice(before).map((r) => r.path)).toEqual(['/auth/v0/passkeys/registration/options']);
       expect(await credentials()).toHaveLength(1);
 
-      expect(await run('listPasskeys')).toEqual({ ok: { passkeys: [passkey] } });
-      expect(await run('renamePasskey', passkey.id, 'Work laptop')).toEqual({ ok: { passkey: expect.objectContaining({ id: passkey.id, name: 'Work laptop' }) } });
-      expect(await run('renamePasskey', passkey.id, null)).toEqual({ ok: { passkey: expect.objectContaining({ id: passkey.id, name: null }) } });
-      expect(await run('renamePasskey', passkey.id, 'x'.repeat(65))).toEqual(refused('auth.passkeys.validation_failed', 400));
-      expect(await run('renamePasskey', '00000000-0000-4000-8000-000000000000', 'Nothing')).toEqual(refused('auth.passkeys.not_found', 404));
+      expect(await run('passkeys.list')).toEqual({ ok: { passkeys: [passkey] } });
+      expect(await run('passkeys.rename', passkey.id, 'Work laptop')).toEqual({ ok: { passkey: expect.objectContaining({ id: passkey.id, name: 'Work laptop' }) } });
+      expect(await run('passkeys.rename', passkey.id, null)).toEqual({ ok: { passkey: expect.objectContaining({ id: passkey.id, name: null }) } });
+      expect(await run('passkeys.rename', passkey.id, 'x'.repeat(65))).toEqual(refused('auth.passkeys.validation_failed', 400));
+      expect(await run('passkeys.rename', '00000000-0000-4000-8000-000000000000', 'Nothing')).toEqual(refused('auth.passkeys.not_found', 404));
       expect(await run('logout')).toEqual({ ok: null });
 
       // A passkey sign-in, no username asked: this tab and the other one are signed in.
@@ -175,11 +185,11 @@ describe.skipIf(SKIP_BROWSER)('@latchkey/client in Chromium: every operation of 
       // The user is not verified (a wrong PIN, a finger not recognised): the browser refuses, nothing is sent but the options.
       await cdp.send('WebAuthn.setUserVerified', { authenticatorId, isUserVerified: false });
       const unverifiedFrom = door.auth.length;
-      expect(await run('signInWithPasskey')).toEqual({ error: { name: 'LatchkeyError', code: 'client.passkey_cancelled', message: expect.any(String), status: 0, retryAfter: null } });
+      expect(await run('passkeys.signIn')).toEqual({ error: { name: 'LatchkeyError', code: 'client.passkey_cancelled', message: expect.any(String), status: 0, retryAfter: null } });
       expect(door.auth.slice(unverifiedFrom).map((r) => r.path)).toEqual(['/auth/v0/sign-in/passkey/options']);
       expect(await signedIn()).toBe(false);
       await cdp.send('WebAuthn.setUserVerified', { authenticatorId, isUserVerified: true });
-      const session = await run('signInWithPasskey');
+      const session = await run('passkeys.signIn');
       expect(session.ok).toMatchObject({ user: { id: user.id, username: user.username }, session_id: expect.any(String), tokens: { access_token: expect.any(String) } });
       const sessionId = (session.ok as { session_id: string }).session_id;
       expect(await signedIn()).toBe(true);
@@ -189,20 +199,20 @@ describe.skipIf(SKIP_BROWSER)('@latchkey/client in Chromium: every operation of 
       const token = (await page.evaluate<string>('window.client.accessToken()')).split('.')[1]!;
       expect((JSON.parse(Buffer.from(token, 'base64url').toString('utf8')) as { amr: string[] }).amr).toEqual(['hwk', 'user']);
       expect(await run('me')).toEqual({ ok: { user: expect.objectContaining({ username: user.username }), session_id: sessionId } });
-      const used = ((await run('listPasskeys')).ok as { passkeys: { last_used_at: string | null }[] }).passkeys;
+      const used = ((await run('passkeys.list')).ok as { passkeys: { last_used_at: string | null }[] }).passkeys;
       expect(used).toHaveLength(1);
       expect(used[0]!.last_used_at).toEqual(expect.any(String));
       // The refresh cookie was set: the session survives a refresh.
       expect(await page.evaluate<boolean>('window.client.refresh()')).toBe(true);
 
       // Deleted: gone from the list, a second delete is 404; the authenticator keeps its credential.
-      expect(await run('deletePasskey', passkey.id)).toEqual({ ok: null });
-      expect(await run('listPasskeys')).toEqual({ ok: { passkeys: [] } });
-      expect(await run('deletePasskey', passkey.id)).toEqual(refused('auth.passkeys.not_found', 404));
+      expect(await run('passkeys.delete', passkey.id)).toEqual({ ok: null });
+      expect(await run('passkeys.list')).toEqual({ ok: { passkeys: [] } });
+      expect(await run('passkeys.delete', passkey.id)).toEqual(refused('auth.passkeys.not_found', 404));
       expect(await run('logout')).toEqual({ ok: null });
       await expect.poll(() => other.evaluate<boolean>('window.client.signedIn')).toBe(false);
       expect(await credentials()).toHaveLength(1);
-      expect(await run('signInWithPasskey')).toEqual(refused('auth.passkeys.invalid_response', 401));
+      expect(await run('passkeys.signIn')).toEqual(refused('auth.passkeys.invalid_response', 401));
       expect(await signedIn()).toBe(false);
     } finally {
       for (const tab of opened) await tab.close();
@@ -256,7 +266,7 @@ describe.skipIf(SKIP_BROWSER)('@latchkey/client in Chromium: every operation of 
     door.ctx.clock.advance(ttl + 10);
     try {
       const from = door.auth.length;
-      const answers = await page.evaluate<Outcome[]>("Promise.all([window.run('me'), window.run('me'), window.run('listSessions')])");
+      const answers = await page.evaluate<Outcome[]>("Promise.all([window.run('me'), window.run('me'), window.run('sessions.list')])");
       expect(answers.every((a) => a.ok !== undefined)).toBe(true);
       const seen = door.auth.slice(from).map((r) => `${r.path} ${r.status}`);
       expect(seen.filter((r) => r.startsWith('/auth/v0/refresh'))).toEqual(['/auth/v0/refresh 200']);
@@ -298,7 +308,7 @@ describe.skipIf(SKIP_BROWSER)('@latchkey/client in Chromium: every operation of 
       expect(await insecure.evaluate<boolean>('window.isSecureContext')).toBe(false);
       expect(await insecure.evaluate<boolean>('window.client.ready')).toBe(false);
       const before = door.auth.length;
-      for (const op of ['signInWithPasskey', 'registerPasskey']) {
+      for (const op of ['passkeys.signIn', 'passkeys.register']) {
         const outcome = await insecure.evaluate(([o]) => (globalThis as unknown as { run(op: string): Promise<Outcome> }).run(o), [op] as const);
         expect(outcome, op).toEqual({ error: { name: 'LatchkeyError', code: 'client.passkey_unsupported', message: expect.any(String), status: 0, retryAfter: null } });
       }

@@ -82,10 +82,10 @@ describe('@latchkey/client without a bundler: dist/latchkey-client.min.js', () =
 
       const cdp = await page.context().newCDPSession(page);
       await addVirtualAuthenticator(cdp);
-      expect(await run('registerPasskey', { name: 'Laptop' })).toMatchObject({ ok: { passkey: { name: 'Laptop' } } });
+      expect(await run('passkeys.register', { name: 'Laptop' })).toMatchObject({ ok: { passkey: { name: 'Laptop' } } });
       expect(await run('logout')).toEqual({ ok: null });
       expect(await page.evaluate<boolean>('window.client.signedIn')).toBe(false);
-      expect(await run('signInWithPasskey')).toMatchObject({ ok: { user: { username: user.username } } });
+      expect(await run('passkeys.signIn')).toMatchObject({ ok: { user: { username: user.username } } });
       const token = await page.evaluate<string>('window.client.accessToken()');
       expect(JSON.parse(Buffer.from(token.split('.')[1]!, 'base64url').toString('utf8')).amr).toEqual(['hwk', 'user']);
       expect(failed).toEqual([]);

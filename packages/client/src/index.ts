@@ -1,13 +1,42 @@
 /**
  * @latchkey/client: the browser side of Latchkey. One typed function per operation of the
- * service (docs/api.md#operations), the access token in memory only, `client.fetch` for the
- * app's own APIs, and refresh coordinated across the origin's tabs (token-keeper.ts). The
+ * service (docs/api.md#operations), grouped as the service groups them: the core (sign-up,
+ * sign-in, logout, refresh, me, the account) on the client, the second factor on `client.mfa`,
+ * sessions on `client.sessions`, passkeys on `client.passkeys`. The access token in memory only,
+ * `client.fetch` for the app's own APIs, and refresh coordinated across the origin's tabs
+ * (token-keeper.ts). The
  * passkey ceremonies (passkeys.ts, with @simplewebauthn/browser) are imported on first use.
  */
 import type { PublicKeyCredentialCreationOptionsJSON, PublicKeyCredentialRequestOptionsJSON } from '@simplewebauthn/browser';
 import { errorOf, LatchkeyError, networkError } from './errors.js';
 import { stateOf, TokenKeeper } from './token-keeper.js';
-import type { ClientEvents, Identity, JwksResponse, MeResponse, Passkey, Provider, Session, SignInRequest, SignInResponse, SignUpRequest, User } from './types.js';
+import type {
+  ChangeEmailRequest,
+  ChangePasswordRequest,
+  ClientEvents,
+  CodeRequest,
+  ConfirmPasswordResetRequest,
+  EmailRequest,
+  IdentitiesResponse,
+  LinkResponse,
+  JwksResponse,
+  MeResponse,
+  MfaSetUpResponse,
+  MfaVerifyRequest,
+  PasskeyResponse,
+  PasskeysResponse,
+  PasswordAndCodeRequest,
+  PasswordRequest,
+  ProvidersResponse,
+  RecoveryCodesResponse,
+  SessionsResponse,
+  SetPasswordRequest,
+  SignInRequest,
+  SignInResponse,
+  SignUpRequest,
+  UserResponse,
+  VerifyEmailRequest,
+} from './types.js';
 
 export { LatchkeyError } from './errors.js';
 export type * from './types.js';
@@ -53,87 +82,43 @@ export interface LatchkeyClient {
   /** Refreshes now (coordinated like every refresh); false when the session is over. */
   refresh(): Promise<boolean>;
   /** docs/api.md#sign-up (201). */
-  signUp(body: SignUpRequest): Promise<{ user: User }>;
+  signUp(body: SignUpRequest): Promise<UserResponse>;
   /** docs/api.md#verify-email-post (204). */
-  verifyEmail(body: { email: string; code: string }): Promise<void>;
+  verifyEmail(body: VerifyEmailRequest): Promise<void>;
   /** docs/api.md#resend-verification (204). */
-  resendVerification(body: { email: string }): Promise<void>;
-  /** docs/api.md#sign-in (200): keeps the access token, stores the cookie, and signs in every tab. */
-  signIn(body: SignInRequest): Promise<SignInResponse>;
+  resendVerification(body: EmailRequest): Promise<void>;
   /**
-   * docs/api.md#sign-in-second-step (200): completes a sign-in that threw `auth.mfa_required`
-   * (the browser holds the challenge cookie), with a TOTP `code` or a `recovery_code`; then as signIn.
+   * docs/api.md#sign-in (200): keeps the access token, stores the cookie, and signs in every tab.
+   * A user with two-step sign-in on gets `auth.mfa_required` (403): complete it with `mfa.verify`.
    */
-  signInMfa(body: { code: string } | { recovery_code: string }): Promise<SignInResponse>;
+  signIn(body: SignInRequest): Promise<SignInResponse>;
   /** docs/api.md#logout (204): ends the session and signs out every tab. A 401 (the session had already ended) signs out too, and is thrown. */
   logout(): Promise<void>;
   /** docs/api.md#me (200). */
   me(): Promise<MeResponse>;
   /** docs/api.md#change-password (204): every session ends, so every tab is signed out. */
-  changePassword(body: { current_password: string; new_password: string }): Promise<void>;
+  changePassword(body: ChangePasswordRequest): Promise<void>;
   /**
    * docs/api.md#change-email (204): a code is emailed to `new_email`; nothing changes until it is
    * confirmed. A user without a password leaves `password` out (a recent sign-in instead).
    */
-  changeEmail(body: { new_email: string; password?: string }): Promise<void>;
+  changeEmail(body: ChangeEmailRequest): Promise<void>;
   /** docs/api.md#confirm-an-email-change (200): the account has the new address; sessions go on. */
-  confirmEmailChange(body: { code: string }): Promise<{ user: User }>;
-  /** docs/api.md#set-up-totp (200): the secret and its `otpauth://` URI, shown once. */
-  setupTotp(body: { password?: string }): Promise<{ secret: string; otpauth_uri: string }>;
-  /** docs/api.md#enable-totp (200): TOTP is on; the 10 recovery codes, shown once. */
-  enableTotp(body: { code: string }): Promise<{ recovery_codes: string[] }>;
-  /** docs/api.md#disable-totp (204); `code` is a TOTP code or a recovery code. */
-  disableTotp(body: { password?: string; code: string }): Promise<void>;
-  /** docs/api.md#regenerate-recovery-codes (200): 10 new recovery codes; the old ones stop working. */
-  regenerateRecoveryCodes(body: { password?: string; code: string }): Promise<{ recovery_codes: string[] }>;
+  confirmEmailChange(body: CodeRequest): Promise<UserResponse>;
   /** docs/api.md#delete-account (204): every tab is signed out. A user without a password leaves `password` out. */
-  deleteAccount(body: { password?: string }): Promise<void>;
+  deleteAccount(body: PasswordRequest): Promise<void>;
   /** docs/api.md#request-a-password-reset (204). */
-  requestPasswordReset(body: { email: string }): Promise<void>;
+  requestPasswordReset(body: EmailRequest): Promise<void>;
   /** docs/api.md#confirm-a-password-reset (204). */
-  confirmPasswordReset(body: { email: string; code: string; new_password: string }): Promise<void>;
-  /** docs/api.md#list-sessions (200). */
-  listSessions(): Promise<{ sessions: Session[] }>;
-  /** docs/api.md#revoke-all-sessions (204): every tab is signed out. */
-  revokeAllSessions(): Promise<void>;
-  /** docs/api.md#revoke-one-session (204); revoking this tab's own session signs every tab out. */
-  revokeSession(sessionId: string): Promise<void>;
-  /**
-   * docs/api.md#passkey-registration-options, then docs/api.md#register-a-passkey (201): registers
-   * a passkey of the signed-in user (W3C WebAuthn Level 3 registration ceremony). Asks the service
-   * for creation options, has the browser create the credential (its prompt: call this from a
-   * click or another user gesture), and sends the response with the optional `name` (at most 64
-   * characters). Resolves to the new passkey.
-   * Throws the service's LatchkeyError (such as `auth.passkeys.limit_reached`, 409, or
-   * `auth.passkeys.validation_failed`, 400, for a response that does not verify), or with status 0
-   * `client.passkey_unsupported` (no WebAuthn here: an old browser, or not a secure context),
-   * `client.passkey_cancelled` (the prompt was dismissed or timed out), `client.passkey_exists`
-   * (this authenticator already holds a passkey of the account), `client.passkey_failed`.
-   */
-  registerPasskey(options?: { name?: string }): Promise<{ passkey: Passkey }>;
-  /**
-   * docs/api.md#passkey-sign-in-options, then docs/api.md#sign-in-with-a-passkey (200): signs in
-   * with a passkey (W3C WebAuthn Level 3 authentication ceremony, a discoverable credential: no
-   * username is asked). Gets request options (the browser keeps the challenge cookie), has the
-   * browser sign the challenge (its prompt: call this from a user gesture), and sends the
-   * assertion; then as signIn: keeps the access token, stores the refresh cookie, and signs in
-   * every tab. Throws the service's LatchkeyError (such as
-   * `auth.passkeys.invalid_response`, 401, for a passkey the service does not know or no longer
-   * has; `auth.sign_in.too_many_attempts`, 429, with `retryAfter`) or the `client.passkey_*`
-   * errors of registerPasskey (status 0).
-   */
-  signInWithPasskey(): Promise<SignInResponse>;
-  /** docs/api.md#list-passkeys (200): the signed-in user's passkeys, oldest first. */
-  listPasskeys(): Promise<{ passkeys: Passkey[] }>;
-  /** docs/api.md#rename-a-passkey (200): renames a passkey (`name` at most 64 characters, or null, or empty, to clear it). */
-  renamePasskey(passkeyId: string, name: string | null): Promise<{ passkey: Passkey }>;
-  /**
-   * docs/api.md#delete-a-passkey (204): deletes a passkey; it no longer signs in, though the
-   * authenticator keeps its credential, and may offer it, until the user removes it there.
-   */
-  deletePasskey(passkeyId: string): Promise<void>;
+  confirmPasswordReset(body: ConfirmPasswordResetRequest): Promise<void>;
+  /** The second factor, TOTP with recovery codes (docs/api.md#second-factor). */
+  readonly mfa: MfaApi;
+  /** The signed-in user's sessions (docs/api.md#sessions). */
+  readonly sessions: SessionsApi;
+  /** Passkeys (WebAuthn): registering and managing them, and signing in with one (docs/api.md#passkeys). */
+  readonly passkeys: PasskeysApi;
   /** docs/api.md#list-identity-providers (200): the configured providers, for sign-in buttons. */
-  providers(): Promise<{ providers: Provider[] }>;
+  providers(): Promise<ProvidersResponse>;
   /**
    * docs/api.md#authorize: sends the browser to the provider (a navigation: the page unloads).
    * It comes back to `redirectTo` (one of the service's OAUTH_REDIRECT_URLS; default: the first),
@@ -144,7 +129,7 @@ export interface LatchkeyClient {
   /**
    * The `error` a provider's flow returned to this page with (docs/api.md#callback-errors), or
    * null; removes it from the address bar (history.replaceState). `auth.mfa_required`: the
-   * challenge cookie is set, complete with signInMfa.
+   * challenge cookie is set, complete with `mfa.verify`.
    */
   readProviderError(): string | null;
   /**
@@ -154,15 +139,96 @@ export interface LatchkeyClient {
    */
   linkProvider(providerId: string, options?: { redirectTo?: string }): Promise<void>;
   /** docs/api.md#list-identities (200): the signed-in user's identities, oldest first. */
-  identities(): Promise<{ identities: Identity[] }>;
+  identities(): Promise<IdentitiesResponse>;
   /** docs/api.md#unlink-an-identity (204); `auth.identities.last_sign_in_method` (409) for the last way in. */
   unlinkIdentity(identityId: string): Promise<void>;
   /** docs/api.md#set-a-password (204): the first password of a user who has none; sessions go on. */
-  setPassword(body: { new_password: string }): Promise<void>;
+  setPassword(body: SetPasswordRequest): Promise<void>;
   /** docs/api.md#jwks (200). */
   jwks(): Promise<JwksResponse>;
   /** Stops timers and listeners and forgets the token (the session itself goes on). */
   close(): void;
+}
+
+/** `client.mfa`: the second factor, TOTP (RFC 6238) with recovery codes (docs/api.md#second-factor). */
+export interface MfaApi {
+  /**
+   * docs/api.md#sign-in-second-step (200): completes a sign-in that threw `auth.mfa_required`
+   * (the browser holds the challenge cookie, 300 s, for `signIn` and for a provider's sign-in)
+   * with a TOTP `code` or a `recovery_code`; then as `signIn`: keeps the access token, stores the
+   * cookie, and signs in every tab. A wrong code throws `auth.mfa.invalid_code` (401).
+   */
+  verify(body: MfaVerifyRequest): Promise<SignInResponse>;
+  /**
+   * docs/api.md#set-up-totp (200): a new secret and its `otpauth://` URI (for a QR code), shown
+   * once; two-step sign-in is not on until `enable` confirms a code. A user without a password
+   * leaves `password` out (a recent sign-in instead).
+   */
+  setUp(body: PasswordRequest): Promise<MfaSetUpResponse>;
+  /** docs/api.md#enable-totp (200): confirms a code of the set-up secret; two-step sign-in is on. Resolves to the 10 recovery codes, shown once. */
+  enable(body: CodeRequest): Promise<RecoveryCodesResponse>;
+  /** docs/api.md#disable-totp (204): two-step sign-in is off; `code` is a TOTP code or a recovery code. */
+  disable(body: PasswordAndCodeRequest): Promise<void>;
+  /** docs/api.md#regenerate-recovery-codes (200): 10 new recovery codes; the old ones stop working. `code` is a TOTP code or a recovery code. */
+  regenerateRecoveryCodes(body: PasswordAndCodeRequest): Promise<RecoveryCodesResponse>;
+}
+
+/** `client.sessions`: the signed-in user's sessions (docs/api.md#sessions). */
+export interface SessionsApi {
+  /** docs/api.md#list-sessions (200): the user's active sessions, `current` marking this one. */
+  list(): Promise<SessionsResponse>;
+  /** docs/api.md#revoke-one-session (204); revoking this tab's own session signs every tab out. */
+  revoke(sessionId: string): Promise<void>;
+  /** docs/api.md#revoke-all-sessions (204): every session of the user ends, this one too: every tab is signed out. */
+  revokeAll(): Promise<void>;
+}
+
+/**
+ * `client.passkeys`: passkeys (W3C WebAuthn Level 3). The ceremonies (`register`, `signIn`) show
+ * the browser's prompt: call them from a click or another user gesture. When the browser stops a
+ * ceremony they throw, with status 0, `client.passkey_unsupported` (no WebAuthn here: an old
+ * browser, or not a secure context; before any request), `client.passkey_cancelled` (the prompt
+ * was dismissed or timed out), `client.passkey_exists` (`register`: this authenticator already
+ * holds a passkey of the account) or `client.passkey_failed`.
+ */
+export interface PasskeysApi {
+  /**
+   * docs/api.md#passkey-registration-options, then docs/api.md#register-a-passkey (201): registers
+   * a passkey of the signed-in user (the registration ceremony). Asks the service for creation
+   * options, has the browser create the credential, and sends the response with the optional
+   * `name` (at most 64 characters; null or empty: none). Resolves to the new passkey. Throws the service's
+   * LatchkeyError (such as `auth.passkeys.limit_reached`, 409, or
+   * `auth.passkeys.validation_failed`, 400, for a response that does not verify) or a
+   * `client.passkey_*` error.
+   */
+  register(options?: { name?: string | null }): Promise<PasskeyResponse>;
+  /**
+   * docs/api.md#passkey-sign-in-options, then docs/api.md#sign-in-with-a-passkey (200): signs in
+   * with a passkey (the authentication ceremony, a discoverable credential: no username is
+   * asked). Gets request options (the browser keeps the challenge cookie), has the browser sign
+   * the challenge, and sends the assertion; then as `signIn`: keeps the access token, stores the
+   * refresh cookie, and signs in every tab. Throws the service's LatchkeyError (such as
+   * `auth.passkeys.invalid_response`, 401, for a passkey the service does not know or no longer
+   * has; `auth.sign_in.too_many_attempts`, 429, with `retryAfter`) or a `client.passkey_*` error.
+   */
+  signIn(): Promise<SignInResponse>;
+  /** docs/api.md#list-passkeys (200): the signed-in user's passkeys, oldest first. */
+  list(): Promise<PasskeysResponse>;
+  /** docs/api.md#rename-a-passkey (200): renames a passkey (`name` at most 64 characters, or null, or empty, to clear it). */
+  rename(passkeyId: string, name: string | null): Promise<PasskeyResponse>;
+  /**
+   * docs/api.md#delete-a-passkey (204): deletes a passkey; it no longer signs in, though the
+   * authenticator keeps its credential, and may offer it, until the user removes it there.
+   */
+  delete(passkeyId: string): Promise<void>;
+}
+
+/** How {@link createClient}'s `call` sends a request. */
+interface CallOptions {
+  /** The JSON body; none when left out. */
+  body?: unknown;
+  /** Sends the access token (`Authorization: Bearer`), refreshing once on `auth.invalid_access_token` (docs/api.md#bearer-authentication). */
+  auth?: boolean;
 }
 
 /** The service's code for an access token it refuses (docs/api.md#bearer-authentication). */
@@ -203,8 +269,11 @@ export function createClient(options: ClientOptions): LatchkeyClient {
     return next === undefined ? res : fn(next);
   }
 
-  /** Calls an operation; resolves to its parsed body (undefined for 204), throws LatchkeyError for an error answer. */
-  async function call<T>(method: string, path: string, body?: unknown, bearer = false): Promise<T> {
+  /**
+   * Calls an operation at `path` under `/auth/v0`; resolves to its parsed body (undefined for a
+   * 204), throws LatchkeyError for an error answer and `client.network_error` for none.
+   */
+  async function call<T>(method: string, path: string, { body, auth = false }: CallOptions = {}): Promise<T> {
     const send = async (token: string | null) => {
       const headers: Record<string, string> = body === undefined ? {} : { 'content-type': 'application/json' };
       if (token !== null) headers.authorization = `Bearer ${token}`;
@@ -214,14 +283,14 @@ export function createClient(options: ClientOptions): LatchkeyClient {
         throw networkError(err);
       }
     };
-    const res = bearer ? await withToken(send) : await send(null);
+    const res = auth ? await withToken(send) : await send(null);
     if (!res.ok) throw await errorOf(res);
     return (res.status === 204 ? undefined : await res.json()) as T;
   }
 
-  /** Calls an operation that ends every session of the user, then signs every tab out. */
+  /** Calls an operation (with the access token) that ends every session of the user, then signs every tab out. */
   async function ending(method: string, path: string, body: unknown, reason: string): Promise<void> {
-    await call(method, path, body, true);
+    await call(method, path, { body, auth: true });
     keeper.signOut(reason, true);
   }
 
@@ -231,7 +300,7 @@ export function createClient(options: ClientOptions): LatchkeyClient {
    */
   function opening(path: string, body: unknown): Promise<SignInResponse> {
     return keeper.lock(async () => {
-      const res = await call<SignInResponse>('POST', path, body);
+      const res = await call<SignInResponse>('POST', path, { body });
       keeper.set(stateOf(res.tokens.access_token, res.session_id), true);
       return res;
     });
@@ -280,53 +349,59 @@ export function createClient(options: ClientOptions): LatchkeyClient {
       return () => void set.delete(listener as (payload: unknown) => void);
     },
     refresh: async () => (await keeper.refresh()) !== null,
-    signUp: (body) => call('POST', '/sign-up', body),
-    verifyEmail: (body) => call('POST', '/verify-email', body),
-    resendVerification: (body) => call('POST', '/verify-email/resend', body),
+    signUp: (body) => call('POST', '/sign-up', { body }),
+    verifyEmail: (body) => call('POST', '/verify-email', { body }),
+    resendVerification: (body) => call('POST', '/verify-email/resend', { body }),
     signIn: (body) => opening('/sign-in', body),
-    signInMfa: (body) => opening('/sign-in/mfa', body),
     async logout() {
       try {
-        await call('POST', '/logout', undefined, true);
+        await call('POST', '/logout', { auth: true });
       } catch (err) {
         if (err instanceof LatchkeyError && err.status === 401) keeper.signOut(err.code, true);
         throw err;
       }
       keeper.signOut('logout', true);
     },
-    me: () => call('GET', '/me', undefined, true),
+    me: () => call('GET', '/me', { auth: true }),
     changePassword: (body) => ending('POST', '/change-password', body, 'password_changed'),
-    changeEmail: (body) => call('POST', '/change-email', body, true),
-    confirmEmailChange: (body) => call('POST', '/change-email/confirm', body, true),
-    setupTotp: (body) => call('POST', '/mfa/totp/setup', body, true),
-    enableTotp: (body) => call('POST', '/mfa/totp/enable', body, true),
-    disableTotp: (body) => call('POST', '/mfa/totp/disable', body, true),
-    regenerateRecoveryCodes: (body) => call('POST', '/mfa/recovery-codes', body, true),
+    changeEmail: (body) => call('POST', '/change-email', { body, auth: true }),
+    confirmEmailChange: (body) => call('POST', '/change-email/confirm', { body, auth: true }),
     deleteAccount: (body) => ending('POST', '/delete-account', body, 'account_deleted'),
-    requestPasswordReset: (body) => call('POST', '/password-reset', body),
-    confirmPasswordReset: (body) => call('POST', '/password-reset/confirm', body),
-    listSessions: () => call('GET', '/sessions', undefined, true),
-    revokeAllSessions: () => ending('DELETE', '/sessions', undefined, 'sessions_revoked'),
-    async revokeSession(sessionId) {
-      const own = sessionId === keeper.state?.sessionId;
-      await call('DELETE', `/sessions/${encodeURIComponent(sessionId)}`, undefined, true);
-      if (own) keeper.signOut('session_revoked', true);
+    requestPasswordReset: (body) => call('POST', '/password-reset', { body }),
+    confirmPasswordReset: (body) => call('POST', '/password-reset/confirm', { body }),
+    mfa: {
+      verify: (body) => opening('/sign-in/mfa', body),
+      setUp: (body) => call('POST', '/mfa/totp/setup', { body, auth: true }),
+      enable: (body) => call('POST', '/mfa/totp/enable', { body, auth: true }),
+      disable: (body) => call('POST', '/mfa/totp/disable', { body, auth: true }),
+      regenerateRecoveryCodes: (body) => call('POST', '/mfa/recovery-codes', { body, auth: true }),
     },
-    async registerPasskey(options = {}) {
-      const loading = passkeys();
-      const [{ createCredential }, creation] = await Promise.all([loading, call<PublicKeyCredentialCreationOptionsJSON>('POST', '/passkeys/registration/options', undefined, true)]);
-      const response = await createCredential(creation);
-      return call('POST', '/passkeys/registration', options.name === undefined ? { response } : { response, name: options.name }, true);
+    sessions: {
+      list: () => call('GET', '/sessions', { auth: true }),
+      async revoke(sessionId) {
+        const own = sessionId === keeper.state?.sessionId;
+        await call('DELETE', `/sessions/${encodeURIComponent(sessionId)}`, { auth: true });
+        if (own) keeper.signOut('session_revoked', true);
+      },
+      revokeAll: () => ending('DELETE', '/sessions', undefined, 'sessions_revoked'),
     },
-    async signInWithPasskey() {
-      const loading = passkeys();
-      const [{ getAssertion }, request] = await Promise.all([loading, call<PublicKeyCredentialRequestOptionsJSON>('POST', '/sign-in/passkey/options')]);
-      // The ceremony waits for the user: only the final request runs under the refresh lock.
-      return opening('/sign-in/passkey', { response: await getAssertion(request) });
+    passkeys: {
+      async register(options = {}) {
+        const loading = passkeys();
+        const [{ createCredential }, creation] = await Promise.all([loading, call<PublicKeyCredentialCreationOptionsJSON>('POST', '/passkeys/registration/options', { auth: true })]);
+        const response = await createCredential(creation);
+        return call('POST', '/passkeys/registration', { body: options.name === undefined ? { response } : { response, name: options.name }, auth: true });
+      },
+      async signIn() {
+        const loading = passkeys();
+        const [{ getAssertion }, request] = await Promise.all([loading, call<PublicKeyCredentialRequestOptionsJSON>('POST', '/sign-in/passkey/options')]);
+        // The ceremony waits for the user: only the final request runs under the refresh lock.
+        return opening('/sign-in/passkey', { response: await getAssertion(request) });
+      },
+      list: () => call('GET', '/passkeys', { auth: true }),
+      rename: (passkeyId, name) => call('PATCH', `/passkeys/${encodeURIComponent(passkeyId)}`, { body: { name }, auth: true }),
+      delete: (passkeyId) => call('DELETE', `/passkeys/${encodeURIComponent(passkeyId)}`, { auth: true }),
     },
-    listPasskeys: () => call('GET', '/passkeys', undefined, true),
-    renamePasskey: (passkeyId, name) => call('PATCH', `/passkeys/${encodeURIComponent(passkeyId)}`, { name }, true),
-    deletePasskey: (passkeyId) => call('DELETE', `/passkeys/${encodeURIComponent(passkeyId)}`, undefined, true),
     providers: () => call('GET', '/oauth/providers'),
     signInWithProvider(providerId, options = {}) {
       const query = options.redirectTo === undefined ? '' : `?redirect_to=${encodeURIComponent(options.redirectTo)}`;
@@ -342,12 +417,12 @@ export function createClient(options: ClientOptions): LatchkeyClient {
     },
     async linkProvider(providerId, options = {}) {
       const body = options.redirectTo === undefined ? {} : { redirect_to: options.redirectTo };
-      const { authorization_url } = await call<{ authorization_url: string }>('POST', `/oauth/${encodeURIComponent(providerId)}/link`, body, true);
+      const { authorization_url } = await call<LinkResponse>('POST', `/oauth/${encodeURIComponent(providerId)}/link`, { body, auth: true });
       globalThis.location.assign(authorization_url);
     },
-    identities: () => call('GET', '/identities', undefined, true),
-    unlinkIdentity: (identityId) => call('DELETE', `/identities/${encodeURIComponent(identityId)}`, undefined, true),
-    setPassword: (body) => call('POST', '/password', body, true),
+    identities: () => call('GET', '/identities', { auth: true }),
+    unlinkIdentity: (identityId) => call('DELETE', `/identities/${encodeURIComponent(identityId)}`, { auth: true }),
+    setPassword: (body) => call('POST', '/password', { body, auth: true }),
     jwks: () => call('GET', '/.well-known/jwks.json'),
     close: () => keeper.close(),
   };

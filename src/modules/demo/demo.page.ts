@@ -490,13 +490,13 @@ ${LATCHKEY_CLIENT_SCRIPT}
   });
 
   onClick('signin-passkey', async () => {
-    const body = await act('Passkey sign-in', () => client.signInWithPasskey(), 'Signed in with a passkey.');
+    const body = await act('Passkey sign-in', () => client.passkeys.signIn(), 'Signed in with a passkey.');
     if (body) signedInWith(body);
   });
 
   onSubmit('signin-mfa-form', async () => {
     const value = $('signin-mfa-code').value.trim();
-    const body = await act('Second step', () => client.signInMfa(/^[0-9]{6}$/.test(value) ? { code: value } : { recovery_code: value }), 'Signed in with the second factor.');
+    const body = await act('Second step', () => client.mfa.verify(/^[0-9]{6}$/.test(value) ? { code: value } : { recovery_code: value }), 'Signed in with the second factor.');
     if (body) signedInWith(body);
   });
 
@@ -515,7 +515,7 @@ ${LATCHKEY_CLIENT_SCRIPT}
   onSubmit('totp-setup-form', async () => {
     const password = $('totp-setup-password').value;
     $('totp-setup-password').value = '';
-    const body = await act('Setting up the authenticator app', () => client.setupTotp({ password }),
+    const body = await act('Setting up the authenticator app', () => client.mfa.setUp({ password }),
       'Scan the QR code with an authenticator app (or type the secret into it), then enter the code it shows to turn two-step sign-in on.');
     if (!body) return;
     $('totp-secret').textContent = 'Secret: ' + body.secret;
@@ -527,7 +527,7 @@ ${LATCHKEY_CLIENT_SCRIPT}
   onSubmit('totp-enable-form', async () => {
     const code = $('totp-enable-code').value.trim();
     $('totp-enable-code').value = '';
-    const body = await act('Turning two-step sign-in on', () => client.enableTotp({ code }),
+    const body = await act('Turning two-step sign-in on', () => client.mfa.enable({ code }),
       'Two-step sign-in is on. Keep the recovery codes below somewhere safe: each works once, and they are shown only now.');
     if (!body) return;
     $('recovery-codes').replaceChildren(...body.recovery_codes.map((c) => Object.assign(document.createElement('li'), { textContent: c })));
@@ -541,7 +541,7 @@ ${LATCHKEY_CLIENT_SCRIPT}
     const code = $('totp-disable-code').value.trim();
     $('totp-disable-password').value = '';
     $('totp-disable-code').value = '';
-    const done = await act('Turning two-step sign-in off', () => client.disableTotp({ password, code }), 'Two-step sign-in is off: the password alone signs in.');
+    const done = await act('Turning two-step sign-in off', () => client.mfa.disable({ password, code }), 'Two-step sign-in is off: the password alone signs in.');
     if (done !== undefined) $('recovery-codes').hidden = true;
   });
 
@@ -607,14 +607,14 @@ ${LATCHKEY_CLIENT_SCRIPT}
   async function revoke(id) {
     const own = id === client.sessionId;
     const listed = await act('Revoking the session', async () => {
-      await client.revokeSession(id);
-      return own ? null : client.listSessions();
+      await client.sessions.revoke(id);
+      return own ? null : client.sessions.list();
     }, 'Session ' + id + ' revoked.');
     if (listed) showSessions(listed.sessions);
   }
 
   onClick('sessions', async () => {
-    const body = await act('Listing the sessions', () => client.listSessions(), (r) => r.sessions.length + ' active session' + (r.sessions.length === 1 ? '' : 's') + '.');
+    const body = await act('Listing the sessions', () => client.sessions.list(), (r) => r.sessions.length + ' active session' + (r.sessions.length === 1 ? '' : 's') + '.');
     if (body !== undefined) showSessions(body.sessions);
   });
 
@@ -666,8 +666,8 @@ ${LATCHKEY_CLIENT_SCRIPT}
   onSubmit('passkey-add-form', async () => {
     const name = $('passkey-name').value.trim();
     const listed = await act('Adding a passkey', async () => {
-      const { passkey } = await client.registerPasskey(name === '' ? {} : { name });
-      return { passkey, list: await client.listPasskeys() };
+      const { passkey } = await client.passkeys.register(name === '' ? {} : { name });
+      return { passkey, list: await client.passkeys.list() };
     }, (r) => 'Passkey ' + (r.passkey.name === null ? '' : '"' + r.passkey.name + '" ') + 'added: it signs you in with no password.');
     if (listed === undefined) return;
     $('passkey-name').value = '';
@@ -675,22 +675,22 @@ ${LATCHKEY_CLIENT_SCRIPT}
   });
 
   onClick('passkeys', async () => {
-    const body = await act('Listing the passkeys', () => client.listPasskeys(), countOf);
+    const body = await act('Listing the passkeys', () => client.passkeys.list(), countOf);
     if (body !== undefined) showPasskeys(body.passkeys);
   });
 
   async function renamePasskey(id, name) {
     const listed = await act('Renaming the passkey', async () => {
-      await client.renamePasskey(id, name === '' ? null : name);
-      return client.listPasskeys();
+      await client.passkeys.rename(id, name === '' ? null : name);
+      return client.passkeys.list();
     }, name === '' ? 'Passkey name cleared.' : 'Passkey renamed to "' + name + '".');
     if (listed) showPasskeys(listed.passkeys);
   }
 
   async function deletePasskey(id) {
     const listed = await act('Deleting the passkey', async () => {
-      await client.deletePasskey(id);
-      return client.listPasskeys();
+      await client.passkeys.delete(id);
+      return client.passkeys.list();
     }, 'Passkey deleted: it no longer signs in (the authenticator may still offer it; remove it there too).');
     if (listed) showPasskeys(listed.passkeys);
   }

@@ -8,7 +8,7 @@ import type { KeyStore } from './keys.service.js';
 export const JWKS_MAX_AGE_SECONDS = 300;
 
 /** The JWKS (docs/api.md#jwks): `keys` with RSA public members; other members allowed. */
-const JwksSchema = Type.Object(
+export const JwksSchema = Type.Object(
   {
     keys: Type.Array(
       Type.Object(
