@@ -8,15 +8,16 @@
  * - `npm run config-docs` writes README.md's table from it ({@link renderConfigurationTable});
  *   test/unit/config-docs.test.ts fails when README.md differs.
  *
- * A `doc` may say `{range}` (an `int`'s bounds: `30 to 86400`) and `{values}` (an `enum`'s values:
- * `` `none`, `starttls` or `tls` ``), so the table cannot drift from what is checked.
+ * A `doc` says `{range}` (an `int`'s bounds: `30 to 86400`) or `{max}` (its upper bound), and may
+ * say `{values}` (an `enum`'s values: `` `none`, `starttls` or `tls` ``), so the table cannot
+ * drift from what is checked.
  */
 import { DEFAULT_ACCESS_TOKEN_CACHE_SIZE } from './modules/tokens/access-token.service.js';
 import { DEFAULT_GITHUB_SCOPES, DEFAULT_OIDC_SCOPES, GITHUB_API_URL, GITHUB_URL, GOOGLE_ISSUER } from './modules/oauth/oauth.config.js';
 
 /** What every declaration has: the README's sentence, and the Default column's text when the value alone does not say it. */
 interface SettingDoc {
-  /** README "Configuration", Meaning column (Markdown; `{range}` and `{values}` are filled in). */
+  /** README "Configuration", Meaning column (Markdown; `{range}`, `{max}` and `{values}` are filled in). */
   readonly doc: string;
   /** README Default column, when the default is not a plain value (unset, derived, required...). */
   readonly shownDefault?: string;
@@ -324,7 +325,7 @@ export const SETTINGS = {
     default: 0,
     min: 0,
     max: 300,
-    doc: '`0` is the strict rule: any reuse of a rotated token revokes the session. `1` to `300`: the immediate parent of the live refresh token, presented again within that many seconds of its rotation (two tabs refreshing at once), gets the same live token back; older tokens, or the parent later, are still reuse (docs/decisions.md).',
+    doc: '`0` is the strict rule: any reuse of a rotated token revokes the session. Above `0` (at most {max}): the immediate parent of the live refresh token, presented again within that many seconds of its rotation (two tabs refreshing at once), gets the same live token back; older tokens, or the parent later, are still reuse (docs/decisions.md).',
   }),
   SMTP_HOST: text({ default: undefined, shownDefault: 'unset: emails are written to the log, with a warning at start', doc: 'SMTP server' }),
   // RFC 6409 submission port with STARTTLS; RFC 8314 implicit-TLS submission port (config.ts).
@@ -394,13 +395,13 @@ export const SETTINGS = {
     default: 10,
     min: 0,
     max: MAX_RATE_LIMIT,
-    doc: 'failed sign-ins per username, email or phone from one client per 15 minutes; then 429 `auth.sign_in.too_many_attempts` for that client until the window ends (0 disables). Also the checks of the current password per user, one budget for change-password, delete-account, change-email and the second factor\'s setup, disable and regeneration; twice it bounds the passkey registrations started per user',
+    doc: 'failed sign-ins per username, email or phone from one client per 15 minutes; then 429 `auth.sign_in.too_many_attempts` for that client until the window ends (0 disables, at most {max}). Also the checks of the current password per user, one budget for change-password, delete-account, change-email and the second factor\'s setup, disable and regeneration; twice it bounds the passkey registrations started per user',
   }),
   RATE_LIMIT_SIGN_IN_PER_IP: int({
     default: 50,
     min: 0,
     max: MAX_RATE_LIMIT,
-    doc: 'failed sign-ins per client per 15 minutes (0 disables). A client is an IPv4 address or an IPv6 /64; `::ffff:a.b.c.d` counts as `a.b.c.d`',
+    doc: 'failed sign-ins per client per 15 minutes (0 disables, at most {max}). A client is an IPv4 address or an IPv6 /64; `::ffff:a.b.c.d` counts as `a.b.c.d`',
   }),
   RATE_LIMIT_SIGN_IN_PER_ACCOUNT: int({
     default: NIST_MAX_FAILED_ATTEMPTS,
@@ -408,30 +409,30 @@ export const SETTINGS = {
     max: NIST_MAX_FAILED_ATTEMPTS,
     doc: 'failed sign-ins per account per hour, whichever identifier named it and from any client, wrong current passwords included; identifiers that name no account are counted alike, so the limit tells nobody who exists (NIST SP 800-63B-4: at most 100, so {range}; 0 disables, for tests only)',
   }),
-  RATE_LIMIT_SIGN_UP_PER_IP: int({ default: 20, min: 0, max: MAX_RATE_LIMIT, doc: 'sign-ups per client per hour (0 disables)' }),
+  RATE_LIMIT_SIGN_UP_PER_IP: int({ default: 20, min: 0, max: MAX_RATE_LIMIT, doc: 'sign-ups per client per hour (0 disables, at most {max})' }),
   RATE_LIMIT_VERIFY_PER_IP: int({
     default: 20,
     min: 0,
     max: MAX_RATE_LIMIT,
-    doc: 'failed email verifications per client per 15 minutes, on top of 5 tries per code (0 disables). Replaces `RATE_LIMIT_VERIFY_PER_ADDRESS`, which is refused at start: counted per address, anyone could block the owner\'s verification',
+    doc: 'failed email verifications per client per 15 minutes, on top of 5 tries per code (0 disables, at most {max}). Replaces `RATE_LIMIT_VERIFY_PER_ADDRESS`, which is refused at start: counted per address, anyone could block the owner\'s verification',
   }),
-  RATE_LIMIT_RESEND_PER_IP: int({ default: 20, min: 0, max: MAX_RATE_LIMIT, doc: 'verification-code resends per client per hour, on top of one per address per 60 s (0 disables)' }),
-  RATE_LIMIT_PASSWORD_RESET_PER_IP: int({ default: 20, min: 0, max: MAX_RATE_LIMIT, doc: 'password-reset requests per client per hour, on top of one per address per 60 s (0 disables)' }),
-  RATE_LIMIT_PASSWORD_RESET_CONFIRM_PER_IP: int({ default: 20, min: 0, max: MAX_RATE_LIMIT, doc: 'failed password-reset confirmations per client per 15 minutes, on top of 5 tries per code (0 disables)' }),
+  RATE_LIMIT_RESEND_PER_IP: int({ default: 20, min: 0, max: MAX_RATE_LIMIT, doc: 'verification-code resends per client per hour, on top of one per address per 60 s (0 disables, at most {max})' }),
+  RATE_LIMIT_PASSWORD_RESET_PER_IP: int({ default: 20, min: 0, max: MAX_RATE_LIMIT, doc: 'password-reset requests per client per hour, on top of one per address per 60 s (0 disables, at most {max})' }),
+  RATE_LIMIT_PASSWORD_RESET_CONFIRM_PER_IP: int({ default: 20, min: 0, max: MAX_RATE_LIMIT, doc: 'failed password-reset confirmations per client per 15 minutes, on top of 5 tries per code (0 disables, at most {max})' }),
   RATE_LIMIT_MFA_PER_ACCOUNT: int({
     default: 10,
     min: 0,
     max: MAX_RATE_LIMIT,
-    doc: 'wrong second-factor codes per account per hour, from any client, wherever typed (sign-in, disable, new recovery codes); the 5th within the hour emails the owner, once a day at most (0 disables)',
+    doc: 'wrong second-factor codes per account per hour, from any client, wherever typed (sign-in, disable, new recovery codes); the 5th within the hour emails the owner, once a day at most (0 disables, at most {max})',
   }),
-  RATE_LIMIT_MFA_PER_IP: int({ default: 20, min: 0, max: MAX_RATE_LIMIT, doc: 'wrong second-factor codes at sign-in per client per 15 minutes (0 disables)' }),
-  RATE_LIMIT_CHANGE_EMAIL_PER_USER: int({ default: 5, min: 0, max: MAX_RATE_LIMIT, doc: 'email-change requests per user per hour, wrong passwords included (0 disables)' }),
-  RATE_LIMIT_CHANGE_EMAIL_CONFIRM_PER_IP: int({ default: 20, min: 0, max: MAX_RATE_LIMIT, doc: 'failed email-change confirmations per client per 15 minutes, on top of 5 tries per code (0 disables)' }),
+  RATE_LIMIT_MFA_PER_IP: int({ default: 20, min: 0, max: MAX_RATE_LIMIT, doc: 'wrong second-factor codes at sign-in per client per 15 minutes (0 disables, at most {max})' }),
+  RATE_LIMIT_CHANGE_EMAIL_PER_USER: int({ default: 5, min: 0, max: MAX_RATE_LIMIT, doc: 'email-change requests per user per hour, wrong passwords included (0 disables, at most {max})' }),
+  RATE_LIMIT_CHANGE_EMAIL_CONFIRM_PER_IP: int({ default: 20, min: 0, max: MAX_RATE_LIMIT, doc: 'failed email-change confirmations per client per 15 minutes, on top of 5 tries per code (0 disables, at most {max})' }),
   RATE_LIMIT_ADMIN_PER_KEY: int({
     default: 600,
     min: 0,
     max: MAX_RATE_LIMIT,
-    doc: 'admin API requests per API key per minute, every request counted; then 429 `admin.too_many_requests` with `Retry-After` (0 disables)',
+    doc: 'admin API requests per API key per minute, every request counted; then 429 `admin.too_many_requests` with `Retry-After` (0 disables, at most {max})',
   }),
   RETENTION_SESSIONS_DAYS: int({
     default: 30,
@@ -529,16 +530,16 @@ function shownDefault(setting: Setting): string {
 /**
  * The README Meaning column of a declaration: `doc` with `{range}` and `{values}` filled in, and
  * the `<NAME>_FILE` alternative of a `fromFile` setting.
- * @throws Error when an `int`'s doc does not say `{range}` (its bounds would go unsaid) or a doc names a placeholder its kind has not.
+ * @throws Error when an `int`'s doc says neither `{range}` nor `{max}` (its bounds would go unsaid) or a doc names a placeholder its kind has not.
  */
 function meaning(name: string, setting: Setting): string {
   let doc = setting.doc;
   if (setting.kind === 'int') {
-    if (!doc.includes('{range}')) throw new Error(`${name}: the doc of an int setting says {range}`);
-    doc = doc.replaceAll('{range}', `${setting.min} to ${setting.max}`);
+    if (!doc.includes('{range}') && !doc.includes('{max}')) throw new Error(`${name}: the doc of an int setting says {range} or {max}`);
+    doc = doc.replaceAll('{range}', `${setting.min} to ${setting.max}`).replaceAll('{max}', String(setting.max));
   }
   if (setting.kind === 'enum') doc = doc.replaceAll('{values}', orList(setting.values));
-  if (/\{(range|values)\}/.test(doc)) throw new Error(`${name}: {range} and {values} are for int and enum settings`);
+  if (/\{(range|max|values)\}/.test(doc)) throw new Error(`${name}: {range}, {max} and {values} are for int and enum settings`);
   if (setting.kind === 'text' && setting.fromFile === true) doc += `; \`${name}_FILE\` reads it from a file instead`;
   return doc;
 }
