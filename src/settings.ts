@@ -328,7 +328,7 @@ export const SETTINGS = {
     doc: '`0` is the strict rule: any reuse of a rotated token revokes the session. Above `0` (at most {max}): the immediate parent of the live refresh token, presented again within that many seconds of its rotation (two tabs refreshing at once), gets the same live token back; older tokens, or the parent later, are still reuse (docs/decisions.md).',
   }),
   SMTP_HOST: text({ default: undefined, shownDefault: 'unset: emails are written to the log, with a warning at start', doc: 'SMTP server' }),
-  // RFC 6409 submission port with STARTTLS; RFC 8314 implicit-TLS submission port (config.ts).
+  // Unset: 587, the submission port with STARTTLS (RFC 6409), or 465 with implicit TLS (RFC 8314), in config.ts.
   SMTP_PORT: int({ default: undefined, min: 1, max: MAX_PORT, shownDefault: '`587` (`465` when `SMTP_TLS=tls`)', doc: 'SMTP server port ({range})' }),
   SMTP_TLS: oneOf({ values: ['none', 'starttls', 'tls'], default: 'starttls', doc: '`none` (plain, never upgrades), `starttls` (upgrade required) or `tls` (implicit TLS)' }),
   SMTP_CA_FILE: filePath({
