@@ -1,12 +1,14 @@
 import { X509Certificate } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import { codeHmacKeyFileProblem, rsaKeyFileProblem } from './modules/keys/keys.service.js';
-import { DEFAULT_ACCESS_TOKEN_CACHE_SIZE } from './modules/tokens/access-token.service.js';
+import { keyFileProblems } from './modules/keys/keys.config.js';
 import { oauthSettings, publicUrlProblem, type OAuthSettings } from './modules/oauth/oauth.config.js';
+import { OWASP_ARGON2_MINIMUM as ARGON2_MINIMUM, RETIRED_SETTINGS, SETTINGS, type Setting, type SettingName, type SettingValues } from './settings.js';
+
+export { DEFAULT_JWT_AUDIENCE, DEFAULT_JWT_ISSUER, DEFAULT_PASSWORD_BREACH_API_URL } from './settings.js';
 
 /** SMTP transport security: none, required STARTTLS upgrade, or implicit TLS (README "Configuration"). */
-export type SmtpTlsMode = 'none' | 'starttls' | 'tls';
+export type SmtpTlsMode = SettingValues['SMTP_TLS'];
 
 export interface SmtpConfig {
   readonly host: string;
@@ -31,7 +33,7 @@ export interface Argon2Params {
   readonly parallelism: number;
 }
 
-export type LogLevel = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
+export type LogLevel = SettingValues['LOG_LEVEL'];
 
 /** The validated, frozen service configuration. Built once at start by {@link loadConfig}. */
 export interface Config {
@@ -144,31 +146,9 @@ export interface AdminListenerSettings {
  * Have I Been Pwned's Pwned Passwords API (src/modules/users/breached-passwords.ts).
  */
 export interface PasswordBreachSettings {
-  readonly check: 'off' | 'hibp';
+  readonly check: SettingValues['PASSWORD_BREACH_CHECK'];
   /** The range endpoint: an absolute http(s) URL ending in `/`, to which the 5-character prefix is appended. */
   readonly apiUrl: string;
-}
-
-/**
- * Retention periods in days (docs/operations.md, "Retention"; data minimisation, OWASP ASVS 5.0
- * V14.2.7): how long a row is kept after it stopped being usable, before the retention worker
- * (src/modules/retention/) deletes it. 0 deletes it at the next run.
- */
-export interface RetentionSettings {
-  /** Sessions, with their refresh tokens and devices, after they expired or were revoked (whichever came first). */
-  readonly sessionsDays: number;
-  /** Verification codes after they expired, were consumed or were superseded (whichever came first). */
-  readonly verificationCodesDays: number;
-  /** Sent and cancelled outbox rows after they were queued. */
-  readonly outboxDays: number;
-  /** Dead outbox rows after they were queued (operators list and retry them until then); at least `outboxDays`. */
-  readonly outboxDeadDays: number;
-  /** Admin API audit entries after they were written (docs/admin-api.md#audit-log). */
-  readonly adminAuditDays: number;
-  /** Webhook events and their delivered deliveries after the event (RETENTION_WEBHOOK_DAYS). */
-  readonly webhookDays: number;
-  /** Dead webhook deliveries (and the events they keep) after they were created; at least `webhookDays`. */
-  readonly webhookDeadDays: number;
 }
 
 /** Webhook delivery settings (docs/api.md#events-and-webhooks, docs/security.md "Webhooks"). */
@@ -181,168 +161,74 @@ export interface WebhookSettings {
 }
 
 /**
- * Rate limits (docs/security.md, rate limits), per fixed window; windows are fixed in
- * rate-limits.rules.ts. A client is an IPv4 address or an IPv6 /64.
+ * Retention periods in days (docs/operations.md, "Retention"; data minimisation, OWASP ASVS 5.0
+ * V14.2.7): how long a row is kept after it stopped being usable, before the retention worker
+ * (src/modules/retention/) deletes it. 0 deletes it at the next run. Each member is the setting
+ * it names here (bounds and defaults in src/settings.ts).
  */
-export interface RateLimitSettings {
+const RETENTION_SETTINGS = {
+  /** Sessions, with their refresh tokens and devices, after they expired or were revoked (whichever came first). */
+  sessionsDays: 'RETENTION_SESSIONS_DAYS',
+  /** Verification codes after they expired, were consumed or were superseded (whichever came first). */
+  verificationCodesDays: 'RETENTION_VERIFICATION_CODES_DAYS',
+  /** Sent and cancelled outbox rows after they were queued. */
+  outboxDays: 'RETENTION_OUTBOX_DAYS',
+  /** Dead outbox rows after they were queued (operators list and retry them until then); at least `outboxDays`. */
+  outboxDeadDays: 'RETENTION_OUTBOX_DEAD_DAYS',
+  /** Admin API audit entries after they were written (docs/admin-api.md#audit-log). */
+  adminAuditDays: 'RETENTION_ADMIN_AUDIT_DAYS',
+  /** Webhook events and their delivered deliveries after the event. */
+  webhookDays: 'RETENTION_WEBHOOK_DAYS',
+  /** Dead webhook deliveries (and the events they keep) after they were created; at least `webhookDays`. */
+  webhookDeadDays: 'RETENTION_WEBHOOK_DEAD_DAYS',
+} as const satisfies Record<string, SettingName>;
+
+/** Retention periods in days, by {@link RETENTION_SETTINGS}. */
+export type RetentionSettings = { readonly [K in keyof typeof RETENTION_SETTINGS]: SettingValues[(typeof RETENTION_SETTINGS)[K]] };
+
+/**
+ * Rate limits (docs/security.md, rate limits), per fixed window; windows are fixed in
+ * rate-limits.rules.ts. A client is an IPv4 address or an IPv6 /64. Requests allowed per window;
+ * 0 disables a limit. Each member is the setting it names here (src/settings.ts).
+ */
+const RATE_LIMIT_SETTINGS = {
   /** Failed sign-ins per identifier (username, email or phone) from one client per 15 minutes. */
-  readonly signInPerIdentifier: number;
+  signInPerIdentifier: 'RATE_LIMIT_SIGN_IN_PER_IDENTIFIER',
   /** Failed sign-ins per client per 15 minutes. */
-  readonly signInPerIp: number;
+  signInPerIp: 'RATE_LIMIT_SIGN_IN_PER_IP',
   /** Failed sign-ins per account per hour, whatever identifier or client (NIST SP 800-63B-4 §3.2.2: at most 100). */
-  readonly signInPerAccount: number;
+  signInPerAccount: 'RATE_LIMIT_SIGN_IN_PER_ACCOUNT',
   /** Sign-ups per client per hour. */
-  readonly signUpPerIp: number;
+  signUpPerIp: 'RATE_LIMIT_SIGN_UP_PER_IP',
   /** Failed email verifications per client per 15 minutes (on top of 5 per code). */
-  readonly verifyPerIp: number;
+  verifyPerIp: 'RATE_LIMIT_VERIFY_PER_IP',
   /** Verification-code resends per client per hour (on top of one per address per 60 s). */
-  readonly resendPerIp: number;
+  resendPerIp: 'RATE_LIMIT_RESEND_PER_IP',
   /** Password-reset requests per client per hour (on top of one per address per 60 s). */
-  readonly passwordResetPerIp: number;
+  passwordResetPerIp: 'RATE_LIMIT_PASSWORD_RESET_PER_IP',
   /** Failed password-reset confirmations per client per 15 minutes (on top of 5 tries per code). */
-  readonly passwordResetConfirmPerIp: number;
+  passwordResetConfirmPerIp: 'RATE_LIMIT_PASSWORD_RESET_CONFIRM_PER_IP',
   /** Email-change requests per user per hour, every request (each may send a code). */
-  readonly changeEmailPerUser: number;
+  changeEmailPerUser: 'RATE_LIMIT_CHANGE_EMAIL_PER_USER',
   /** Failed email-change confirmations per client per 15 minutes (on top of 5 tries per code). */
-  readonly changeEmailConfirmPerIp: number;
+  changeEmailConfirmPerIp: 'RATE_LIMIT_CHANGE_EMAIL_CONFIRM_PER_IP',
   /** Wrong second-factor codes at sign-in per account per hour. */
-  readonly mfaPerAccount: number;
+  mfaPerAccount: 'RATE_LIMIT_MFA_PER_ACCOUNT',
   /** Wrong second-factor codes at sign-in per client per 15 minutes. */
-  readonly mfaPerIp: number;
+  mfaPerIp: 'RATE_LIMIT_MFA_PER_IP',
   /** Admin API requests per API key per minute, every request counted (docs/admin-api.md#rate-limit). */
-  readonly adminPerKey: number;
-}
+  adminPerKey: 'RATE_LIMIT_ADMIN_PER_KEY',
+} as const satisfies Record<string, SettingName>;
+
+/** Rate limits, by {@link RATE_LIMIT_SETTINGS}. */
+export type RateLimitSettings = { readonly [K in keyof typeof RATE_LIMIT_SETTINGS]: SettingValues[(typeof RATE_LIMIT_SETTINGS)[K]] };
 
 /** OWASP Password Storage Cheat Sheet, argon2id first configuration; also the lowest accepted values. */
-export const OWASP_ARGON2_MINIMUM: Argon2Params = Object.freeze({ memoryCost: 19456, timeCost: 2, parallelism: 1 });
+export const OWASP_ARGON2_MINIMUM: Argon2Params = ARGON2_MINIMUM;
 
-/** Defaults and bounds of README "Configuration", in seconds unless named otherwise. */
-const DEFAULT_PORT = 3000;
-/** SMTP submission port with STARTTLS (RFC 6409) and implicit-TLS submission port (RFC 8314). */
+/** SMTP submission port with STARTTLS (RFC 6409) and implicit-TLS submission port (RFC 8314): SMTP_PORT's default by SMTP_TLS. */
 const SMTP_SUBMISSION_PORT = 587;
 const SMTP_IMPLICIT_TLS_PORT = 465;
-const DEFAULT_POOL_MAX = 10;
-const MAX_POOL = 1000;
-const DEFAULT_ACCESS_TOKEN_TTL = 900;
-const MIN_ACCESS_TOKEN_TTL = 30;
-const ONE_DAY = 86400;
-/** A million verified tokens take about 1.1 GiB (1.2 KB each): more than a process should hold. */
-const MAX_ACCESS_TOKEN_CACHE_SIZE = 1_000_000;
-const DEFAULT_SESSION_TTL = 30 * ONE_DAY;
-const MIN_SESSION_TTL = 60;
-const MAX_SESSION_TTL = 365 * ONE_DAY;
-const DEFAULT_CODE_TTL = 900;
-const MIN_CODE_TTL = 60;
-/** Refresh grace window off by default: the strict rule (docs/api.md#reuse-detection). */
-const DEFAULT_REFRESH_GRACE = 0;
-/** Longest refresh grace window accepted: one JWKS cache lifetime is far beyond two racing tabs. */
-const MAX_REFRESH_GRACE = 300;
-/** argon2id upper bounds: 4 GiB of memory, 100 passes, 16 lanes (beyond them a sign-in takes seconds). */
-const MAX_ARGON2_MEMORY_KIB = 4 * 1024 * 1024;
-const MAX_ARGON2_TIME_COST = 100;
-const MAX_ARGON2_PARALLELISM = 16;
-const MAX_PORT = 65535;
-/**
- * REAUTH_MAX_AGE_SECONDS (docs/api.md#recent-sign-in): 10 minutes by default, about the time a
- * person takes from signing in again to finishing the change that asked for it; at least a
- * minute (a provider's sign-in page takes that), at most a day.
- */
-const DEFAULT_REAUTH_MAX_AGE = 600;
-const MIN_REAUTH_MAX_AGE = 60;
-/**
- * Rate-limit defaults (docs/security.md, rate limits): 10 failures per identifier from one client
- * and 50 per client in 15 minutes; 100 failures per account per hour, the most NIST SP 800-63B-4
- * §3.2.2 allows (also its upper bound here); 20 failed verifications per client in 15 minutes
- * (four codes' worth of tries); 20 sign-ups and 20 resends per client per hour (a family or an
- * office behind one address signs up and asks again now and then; a script needs far more).
- */
-const DEFAULT_SIGN_IN_PER_IDENTIFIER = 10;
-const DEFAULT_SIGN_IN_PER_IP = 50;
-const NIST_MAX_FAILED_ATTEMPTS = 100;
-const DEFAULT_SIGN_IN_PER_ACCOUNT = NIST_MAX_FAILED_ATTEMPTS;
-const DEFAULT_SIGN_UP_PER_IP = 20;
-const DEFAULT_VERIFY_PER_IP = 20;
-const DEFAULT_RESEND_PER_IP = 20;
-/** Password-reset requests and failed reset confirmations per client: as resends and failed verifications. */
-const DEFAULT_PASSWORD_RESET_PER_IP = 20;
-const DEFAULT_PASSWORD_RESET_CONFIRM_PER_IP = 20;
-/**
- * Email-change requests per user per hour: each one can mail a code to an address of the
- * requester's choice, and a person moving their account needs a few (a typo, a lost email).
- * Failed confirmations per client: as failed verifications.
- */
-const DEFAULT_CHANGE_EMAIL_PER_USER = 5;
-const DEFAULT_CHANGE_EMAIL_CONFIRM_PER_IP = 20;
-/**
- * Wrong second-factor codes at sign-in: per account, 10 an hour (with 5 tries per challenge and
- * three live codes in the one-step drift window, under 1 chance in 30,000 an hour for someone
- * who has the password; the owner is held off an hour at most); per client, as verification.
- */
-const DEFAULT_MFA_PER_ACCOUNT = 10;
-const DEFAULT_MFA_PER_IP = 20;
-/**
- * Admin API requests per key per minute: 600, ten a second on average, far above what a
- * backend acting on behalf of its support staff needs, and a bound on what a leaked key can do
- * (list every user, delete accounts) before someone revokes it.
- */
-const DEFAULT_ADMIN_PER_KEY = 600;
-const MAX_RATE_LIMIT = 1_000_000;
-/**
- * Retention defaults in days (docs/operations.md, "Retention"). Sessions: a month of history
- * (`revoked_reason`, devices) for audits and support questions after a session ended.
- * Verification codes and sent or cancelled emails: a week, to answer "my code did not arrive"
- * (the relay's own logs cover longer). Dead emails: a month, so operators still see them in
- * `outbox list` well after an SMTP incident.
- */
-const DEFAULT_RETENTION_SESSIONS_DAYS = 30;
-const DEFAULT_RETENTION_CODES_DAYS = 7;
-const DEFAULT_RETENTION_OUTBOX_DAYS = 7;
-const DEFAULT_RETENTION_OUTBOX_DEAD_DAYS = 30;
-/** Admin API audit entries: a year, to answer "who did this to my account?" long after the fact. */
-const DEFAULT_RETENTION_ADMIN_AUDIT_DAYS = 365;
-/**
- * Webhook events and delivered deliveries: a week, as sent emails (a receiver that lost an
- * event asks within days; `webhooks deliveries` shows them until then). Dead deliveries: a
- * month, as dead emails, so an operator can still retry them after a receiver's long outage.
- */
-const DEFAULT_RETENTION_WEBHOOK_DAYS = 7;
-const DEFAULT_RETENTION_WEBHOOK_DEAD_DAYS = 30;
-/** Longest retention accepted: ten years, beyond any legal hold of this data. */
-const MAX_RETENTION_DAYS = 3650;
-/**
- * Unverified accounts expire after a week by default (docs/api.md#unverified-accounts-expire): long
- * enough to come back to a forgotten verification email, short enough that a squatted username
- * or address is soon free again. At least a day, the longest code lifetime
- * (VERIFICATION_CODE_TTL_SECONDS is at most 86400), so the first code always expires before
- * its account; at most the longest retention.
- */
-const DEFAULT_UNVERIFIED_ACCOUNT_TTL = 7 * 86_400;
-const MIN_UNVERIFIED_ACCOUNT_TTL = 86_400;
-const MAX_UNVERIFIED_ACCOUNT_TTL = MAX_RETENTION_DAYS * 86_400;
-/**
- * Shortest retention of dead emails: one day, the longest code lifetime
- * (VERIFICATION_CODE_TTL_SECONDS is at most 86400), so a dead row is kept while its code can
- * still be sent by `outbox retry`.
- */
-const MIN_RETENTION_OUTBOX_DEAD_DAYS = 1;
-/** The public Pwned Passwords range endpoint. */
-export const DEFAULT_PASSWORD_BREACH_API_URL = 'https://api.pwnedpasswords.com/range/';
-/**
- * Settings that no longer exist, with what replaced them: refused rather than silently ignored,
- * so a deployment does not believe a limit holds that is gone.
- */
-const RETIRED_SETTINGS: Readonly<Record<string, string>> = {
-  RATE_LIMIT_VERIFY_PER_ADDRESS:
-    'replaced by RATE_LIMIT_VERIFY_PER_IP (a count per address let anyone block the owner\'s verification; each code still allows 5 tries)',
-};
-
-/**
- * Default `iss` and `aud`: the service's name, so that tokens of a zero-configuration instance
- * say where they come from. A deployment sets its public URL (`JWT_ISSUER`) and the name its
- * resource servers expect (`JWT_AUDIENCE`), README "Configuration".
- */
-export const DEFAULT_JWT_ISSUER = 'latchkey';
-export const DEFAULT_JWT_AUDIENCE = 'latchkey';
 
 /** Thrown by {@link loadConfig} with every bad setting listed, one per line. */
 export class ConfigError extends Error {
@@ -352,17 +238,71 @@ export class ConfigError extends Error {
   }
 }
 
-/** Settings whose value may instead be read from the file named by `<NAME>_FILE` (Docker/Kubernetes secrets). */
-const FILE_BACKED = ['DATABASE_URL', 'SMTP_USERNAME', 'SMTP_PASSWORD'] as const;
-
 /** What the connections of DATABASE_URL are (see {@link Config.databasePoolMode}). */
-export type DatabasePoolMode = 'session' | 'transaction';
-const DATABASE_POOL_MODES: readonly DatabasePoolMode[] = ['session', 'transaction'];
+export type DatabasePoolMode = SettingValues['DATABASE_POOL_MODE'];
 
-const LOG_LEVELS: readonly LogLevel[] = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
+/** How a setting's raw text is read: trimmed, or as given (secrets); empty is unset either way. */
+interface RawReader {
+  str(name: string): string | undefined;
+  secret(name: string): string | undefined;
+}
+
+/** `a`, `b` or `c`. */
+function orWords(values: readonly string[]): string {
+  return values.length === 1 ? values[0]! : `${values.slice(0, -1).join(', ')} or ${values.at(-1)!}`;
+}
 
 /**
- * Reads and validates the configuration from environment variables (README "Configuration").
+ * Reads setting `name` by its declaration (src/settings.ts): a bad value pushes
+ * `NAME: what was expected, got "value"` onto `problems` and reads as the default.
+ */
+function readSetting(name: string, setting: Exclude<Setting, { kind: 'module' }>, read: RawReader, problems: string[]): unknown {
+  if (setting.kind === 'text' && setting.secret === true) return read.secret(name) ?? setting.default;
+  const raw = read.str(name);
+  switch (setting.kind) {
+    case 'int':
+      if (raw === undefined) return setting.default;
+      if (!/^\d+$/.test(raw) || Number(raw) < setting.min || Number(raw) > setting.max) {
+        problems.push(`${name}: expected an integer from ${setting.min} to ${setting.max}, got "${raw}"`);
+        return setting.default;
+      }
+      return Number(raw);
+    case 'bool':
+      if (raw === undefined) return setting.default;
+      if (raw === 'true' || raw === '1') return true;
+      if (raw === 'false' || raw === '0') return false;
+      problems.push(`${name}: expected true or false, got "${raw}"`);
+      return setting.default;
+    case 'enum':
+      if (raw === undefined) return setting.default;
+      if (setting.values.includes(raw)) return raw;
+      problems.push(`${name}: expected ${orWords(setting.values)}, got "${raw}"`);
+      return setting.default;
+    case 'text': {
+      if (raw === undefined) return setting.default;
+      const problem = setting.check?.(raw);
+      if (problem !== undefined) problems.push(`${name}: ${problem}`);
+      return raw;
+    }
+    case 'path':
+      return raw ?? setting.default;
+    case 'list': {
+      const items = (raw ?? '').split(',').map((s) => s.trim()).filter((s) => s !== '');
+      for (const item of items) {
+        const problem = setting.check?.(item);
+        if (problem !== undefined) problems.push(`${name}: ${problem}`);
+      }
+      return items;
+    }
+  }
+}
+
+/**
+ * Reads and validates the configuration from environment variables (README "Configuration";
+ * each setting is declared once in src/settings.ts): first every setting by its declaration,
+ * then the rules between settings, the identity providers (src/modules/oauth/oauth.config.ts)
+ * and the key files (src/modules/keys/keys.config.ts). A setting that no longer exists
+ * ({@link RETIRED_SETTINGS}) is refused.
  *
  * @param env the environment, `process.env` in production; tests pass a plain object.
  * @returns a deeply frozen {@link Config}.
@@ -370,8 +310,11 @@ const LOG_LEVELS: readonly LogLevel[] = ['fatal', 'error', 'warn', 'info', 'debu
  */
 export function loadConfig(env: Readonly<Record<string, string | undefined>>): Config {
   const problems: string[] = [];
+  const declared = Object.entries(SETTINGS as Record<string, Setting>);
   const values: Record<string, string | undefined> = { ...env };
-  for (const name of FILE_BACKED) {
+  // `<NAME>_FILE` names a file holding the value (Docker and Kubernetes secrets).
+  for (const [name, setting] of declared) {
+    if (setting.kind !== 'text' || setting.fromFile !== true) continue;
     const file = env[`${name}_FILE`];
     if (file === undefined || file === '') continue;
     try {
@@ -380,273 +323,133 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>>): C
       problems.push(`${name}_FILE: cannot read ${file} (${(err as NodeJS.ErrnoException).code ?? 'error'})`);
     }
   }
-  const str = (name: string): string | undefined => {
-    const v = values[name];
-    return v === undefined || v.trim() === '' ? undefined : v.trim();
-  };
-  /** Secrets are taken as given (a password may start or end with a space). */
-  const secret = (name: string): string | undefined => {
-    const v = values[name];
-    return v === undefined || v === '' ? undefined : v;
+  const read: RawReader = {
+    str: (name) => {
+      const v = values[name];
+      return v === undefined || v.trim() === '' ? undefined : v.trim();
+    },
+    /** Secrets are taken as given (a password may start or end with a space). */
+    secret: (name) => {
+      const v = values[name];
+      return v === undefined || v === '' ? undefined : v;
+    },
   };
   for (const [name, replacement] of Object.entries(RETIRED_SETTINGS)) {
     if (env[name] !== undefined) problems.push(`${name}: no longer supported; ${replacement}`);
   }
-  const int = (name: string, fallback: number, min: number, max: number): number => {
-    const raw = str(name);
-    if (raw === undefined) return fallback;
-    if (!/^\d+$/.test(raw) || Number(raw) < min || Number(raw) > max) {
-      problems.push(`${name}: expected an integer from ${min} to ${max}, got "${raw}"`);
-      return fallback;
-    }
-    return Number(raw);
-  };
-  const bool = (name: string, fallback: boolean): boolean => {
-    const raw = str(name);
-    if (raw === undefined) return fallback;
-    if (raw === 'true' || raw === '1') return true;
-    if (raw === 'false' || raw === '0') return false;
-    problems.push(`${name}: expected true or false, got "${raw}"`);
-    return fallback;
-  };
-  const list = (name: string): string[] =>
-    (str(name) ?? '')
-      .split(',')
-      .map((s) => s.trim())
-      .filter((s) => s !== '');
+  const parsed: Record<string, unknown> = {};
+  for (const [name, setting] of declared) if (setting.kind !== 'module') parsed[name] = readSetting(name, setting, read, problems);
+  const v = parsed as SettingValues;
 
-  const databaseUrl = str('DATABASE_URL');
-  if (databaseUrl !== undefined && !/^postgres(ql)?:\/\//.test(databaseUrl)) {
-    problems.push('DATABASE_URL: expected a postgres:// or postgresql:// URL');
-  }
-
-  const smtpHost = str('SMTP_HOST');
-  const smtpTlsRaw = str('SMTP_TLS') ?? 'starttls';
-  let smtpTls: SmtpTlsMode = 'starttls';
-  if (smtpTlsRaw === 'none' || smtpTlsRaw === 'starttls' || smtpTlsRaw === 'tls') smtpTls = smtpTlsRaw;
-  else problems.push(`SMTP_TLS: expected none, starttls or tls, got "${smtpTlsRaw}"`);
-  const smtpPort = int('SMTP_PORT', smtpTls === 'tls' ? SMTP_IMPLICIT_TLS_PORT : SMTP_SUBMISSION_PORT, 1, MAX_PORT);
-  const smtpFrom = str('SMTP_FROM');
-  const smtpCaFile = str('SMTP_CA_FILE');
+  // SMTP (README "Configuration"): off unless SMTP_HOST is set; then SMTP_FROM is required.
   let smtpCa: string | undefined;
-  if (smtpCaFile !== undefined) {
-    const read = readPemCertificates(smtpCaFile);
-    if (typeof read === 'string') smtpCa = read;
-    else problems.push(`SMTP_CA_FILE: ${read.problem}`);
+  if (v.SMTP_CA_FILE !== undefined) {
+    const pem = readPemCertificates(v.SMTP_CA_FILE);
+    if (typeof pem === 'string') smtpCa = pem;
+    else problems.push(`SMTP_CA_FILE: ${pem.problem}`);
   }
   let smtp: SmtpConfig | undefined;
-  if (smtpHost !== undefined) {
-    if (smtpFrom === undefined) problems.push('SMTP_FROM: required when SMTP_HOST is set');
-    else if (!/^[^\s@]+@[^\s@]+$/.test(smtpFrom)) problems.push(`SMTP_FROM: expected an email address, got "${smtpFrom}"`);
+  if (v.SMTP_HOST !== undefined) {
+    if (v.SMTP_FROM === undefined) problems.push('SMTP_FROM: required when SMTP_HOST is set');
+    else if (!/^[^\s@]+@[^\s@]+$/.test(v.SMTP_FROM)) problems.push(`SMTP_FROM: expected an email address, got "${v.SMTP_FROM}"`);
+    if ((v.SMTP_USERNAME === undefined) !== (v.SMTP_PASSWORD === undefined)) problems.push('SMTP_USERNAME and SMTP_PASSWORD: set both or neither');
     smtp = {
-      host: smtpHost,
-      port: smtpPort,
-      tls: smtpTls,
-      username: secret('SMTP_USERNAME'),
-      password: secret('SMTP_PASSWORD'),
-      from: smtpFrom ?? '',
-      fromName: str('SMTP_FROM_NAME'),
+      host: v.SMTP_HOST,
+      port: v.SMTP_PORT ?? (v.SMTP_TLS === 'tls' ? SMTP_IMPLICIT_TLS_PORT : SMTP_SUBMISSION_PORT),
+      tls: v.SMTP_TLS,
+      username: v.SMTP_USERNAME,
+      password: v.SMTP_PASSWORD,
+      from: v.SMTP_FROM ?? '',
+      fromName: v.SMTP_FROM_NAME,
       ca: smtpCa,
     };
-    if ((smtp.username === undefined) !== (smtp.password === undefined)) {
-      problems.push('SMTP_USERNAME and SMTP_PASSWORD: set both or neither');
-    }
   }
 
-  const databasePoolMode = (str('DATABASE_POOL_MODE') ?? 'session') as DatabasePoolMode;
-  if (!DATABASE_POOL_MODES.includes(databasePoolMode)) problems.push(`DATABASE_POOL_MODE: expected one of ${DATABASE_POOL_MODES.join(', ')}, got "${databasePoolMode}"`);
-  const logLevel = (str('LOG_LEVEL') ?? 'info') as LogLevel;
-  if (!LOG_LEVELS.includes(logLevel)) problems.push(`LOG_LEVEL: expected one of ${LOG_LEVELS.join(', ')}, got "${logLevel}"`);
-
-  const corsOrigins = list('CORS_ORIGINS');
-  for (const origin of corsOrigins) {
-    if (origin === '*' || !/^https?:\/\/[^/\s]+$/.test(origin)) {
-      problems.push(`CORS_ORIGINS: "${origin}" is not an origin like https://app.example.com (no wildcard, no path)`);
-    }
+  // Retention (docs/operations.md): dead rows stay at least as long as finished ones.
+  if (v.RETENTION_OUTBOX_DEAD_DAYS < v.RETENTION_OUTBOX_DAYS) {
+    problems.push(`RETENTION_OUTBOX_DEAD_DAYS: must be at least RETENTION_OUTBOX_DAYS (${v.RETENTION_OUTBOX_DAYS}), got ${v.RETENTION_OUTBOX_DEAD_DAYS}`);
+  }
+  if (v.RETENTION_WEBHOOK_DEAD_DAYS < v.RETENTION_WEBHOOK_DAYS) {
+    problems.push(`RETENTION_WEBHOOK_DEAD_DAYS: must be at least RETENTION_WEBHOOK_DAYS (${v.RETENTION_WEBHOOK_DAYS}), got ${v.RETENTION_WEBHOOK_DEAD_DAYS}`);
   }
 
-  const privateKeyFile = str('JWT_PRIVATE_KEY_FILE');
-  const publicKeyFiles = list('JWT_PUBLIC_KEY_FILES');
-  if (privateKeyFile !== undefined) {
-    const problem = rsaKeyFileProblem(privateKeyFile, 'private');
-    if (problem !== undefined) problems.push(`JWT_PRIVATE_KEY_FILE: ${problem}`);
-  }
-  for (const file of publicKeyFiles) {
-    const problem = rsaKeyFileProblem(file, 'public');
-    if (problem !== undefined) problems.push(`JWT_PUBLIC_KEY_FILES: ${problem}`);
+  // Prometheus metrics and the admin API (docs/admin-api.md) on listeners of their own: a port
+  // shared with the public listener would put them where they must not be. PORT as written.
+  const portAsWritten = read.str('PORT') ?? String(SETTINGS.PORT.default);
+  if (v.METRICS_PORT !== undefined && String(v.METRICS_PORT) === portAsWritten) problems.push(`METRICS_PORT: must differ from PORT (${v.METRICS_PORT})`);
+  if (v.ADMIN_PORT !== undefined && v.ADMIN_PORT !== 0) {
+    if (String(v.ADMIN_PORT) === portAsWritten) problems.push(`ADMIN_PORT: must differ from PORT (${v.ADMIN_PORT}): the admin API never shares the public listener`);
+    if (v.METRICS_PORT !== undefined && v.ADMIN_PORT === v.METRICS_PORT) problems.push(`ADMIN_PORT: must differ from METRICS_PORT (${v.ADMIN_PORT})`);
   }
 
-  // docs/api.md#refresh-token-rotation: 0 is the strict reuse rule; above 0 the live token's parent may be
-  // presented again within this many seconds of its rotation (two tabs refreshing at once).
-  const refreshReuseGraceSeconds = int('REFRESH_REUSE_GRACE_SECONDS', DEFAULT_REFRESH_GRACE, 0, MAX_REFRESH_GRACE);
+  const webauthn = webauthnSettings(v.WEBAUTHN_RP_ID, v.WEBAUTHN_RP_NAME, v.WEBAUTHN_ORIGINS ?? defaultWebauthnOrigin(v.PORT), problems);
 
-  // Retention (docs/operations.md): dead outbox rows stay at least as long as finished ones.
-  const retentionOutboxDays = int('RETENTION_OUTBOX_DAYS', DEFAULT_RETENTION_OUTBOX_DAYS, 0, MAX_RETENTION_DAYS);
-  const retentionOutboxDeadDays = int('RETENTION_OUTBOX_DEAD_DAYS', DEFAULT_RETENTION_OUTBOX_DEAD_DAYS, MIN_RETENTION_OUTBOX_DEAD_DAYS, MAX_RETENTION_DAYS);
-  if (retentionOutboxDeadDays < retentionOutboxDays) {
-    problems.push(`RETENTION_OUTBOX_DEAD_DAYS: must be at least RETENTION_OUTBOX_DAYS (${retentionOutboxDays}), got ${retentionOutboxDeadDays}`);
-  }
-
-  const retentionWebhookDays = int('RETENTION_WEBHOOK_DAYS', DEFAULT_RETENTION_WEBHOOK_DAYS, 0, MAX_RETENTION_DAYS);
-  const retentionWebhookDeadDays = int('RETENTION_WEBHOOK_DEAD_DAYS', DEFAULT_RETENTION_WEBHOOK_DEAD_DAYS, 0, MAX_RETENTION_DAYS);
-  if (retentionWebhookDeadDays < retentionWebhookDays) {
-    problems.push(`RETENTION_WEBHOOK_DEAD_DAYS: must be at least RETENTION_WEBHOOK_DAYS (${retentionWebhookDays}), got ${retentionWebhookDeadDays}`);
-  }
-
-  // Prometheus metrics on a listener of their own, so the scrape endpoint can stay private.
-  const metricsPort = str('METRICS_PORT') === undefined ? undefined : int('METRICS_PORT', DEFAULT_PORT, 1, MAX_PORT);
-  if (metricsPort !== undefined && String(metricsPort) === (str('PORT') ?? String(DEFAULT_PORT))) {
-    problems.push(`METRICS_PORT: must differ from PORT (${metricsPort})`);
-  }
-
-  // The admin API on a listener of its own (docs/admin-api.md), off unless ADMIN_PORT is set. A
-  // port shared with the public or metrics listener would put the admin API where it must not be.
-  const adminPort = str('ADMIN_PORT') === undefined ? undefined : int('ADMIN_PORT', 0, 0, MAX_PORT);
-  if (adminPort !== undefined && adminPort !== 0) {
-    if (String(adminPort) === (str('PORT') ?? String(DEFAULT_PORT))) problems.push(`ADMIN_PORT: must differ from PORT (${adminPort}): the admin API never shares the public listener`);
-    if (metricsPort !== undefined && adminPort === metricsPort) problems.push(`ADMIN_PORT: must differ from METRICS_PORT (${adminPort})`);
-  }
-
-  // Breached-password check: off unless asked for (it sends a hash prefix to a third party).
-  const breachCheckRaw = str('PASSWORD_BREACH_CHECK') ?? 'off';
-  let breachCheck: PasswordBreachSettings['check'] = 'off';
-  if (breachCheckRaw === 'off' || breachCheckRaw === 'hibp') breachCheck = breachCheckRaw;
-  else problems.push(`PASSWORD_BREACH_CHECK: expected off or hibp, got "${breachCheckRaw}"`);
-  const breachApiUrl = str('PASSWORD_BREACH_API_URL') ?? DEFAULT_PASSWORD_BREACH_API_URL;
-  const breachApiUrlProblem = rangeUrlProblem(breachApiUrl);
-  if (breachApiUrlProblem !== undefined) problems.push(`PASSWORD_BREACH_API_URL: ${breachApiUrlProblem}, got "${breachApiUrl}"`);
-
-  const mfaKeyFile = str('MFA_KEY_FILE');
-  if (mfaKeyFile !== undefined) {
-    const problem = codeHmacKeyFileProblem(mfaKeyFile);
-    if (problem !== undefined) problems.push(`MFA_KEY_FILE: ${problem}`);
-  }
-  const webhookKeyFile = str('WEBHOOK_KEY_FILE');
-  if (webhookKeyFile !== undefined) {
-    const problem = codeHmacKeyFileProblem(webhookKeyFile);
-    if (problem !== undefined) problems.push(`WEBHOOK_KEY_FILE: ${problem}`);
-  }
-  const totpIssuer = str('TOTP_ISSUER') ?? 'Latchkey';
-  if (totpIssuer.length > 64 || totpIssuer.includes(':')) problems.push('TOTP_ISSUER: at most 64 characters, without ":"');
-  const port = int('PORT', DEFAULT_PORT, 0, MAX_PORT);
-  const webauthn = webauthnSettings(str('WEBAUTHN_RP_ID'), str('WEBAUTHN_RP_NAME'), str('WEBAUTHN_ORIGINS') ?? defaultWebauthnOrigin(port), problems);
-  const codeHmacKeyFile = str('CODE_HMAC_KEY_FILE');
-  if (codeHmacKeyFile !== undefined) {
-    const problem = codeHmacKeyFileProblem(codeHmacKeyFile);
-    if (problem !== undefined) problems.push(`CODE_HMAC_KEY_FILE: ${problem}`);
-  }
-
-  // The reset link is built from this setting only, never from request headers (docs/api.md#request-a-password-reset).
-  const passwordResetUrl = str('PASSWORD_RESET_URL');
-  if (passwordResetUrl !== undefined && !isAbsoluteHttpUrl(passwordResetUrl)) {
-    problems.push(`PASSWORD_RESET_URL: expected an absolute http:// or https:// URL without a fragment, got "${passwordResetUrl}"`);
-  }
-
-  const publicUrl = (str('PUBLIC_URL') ?? `http://localhost:${port}`).replace(/\/+$/, '');
+  const publicUrl = (v.PUBLIC_URL ?? `http://localhost:${v.PORT}`).replace(/\/+$/, '');
   const publicUrlIssue = publicUrlProblem(publicUrl);
-  if (publicUrlIssue !== undefined) problems.push(`PUBLIC_URL: ${publicUrlIssue}, got "${str('PUBLIC_URL') ?? ''}"`);
-  const oauth = oauthSettings({ str, secret, bool, list }, problems);
+  if (publicUrlIssue !== undefined) problems.push(`PUBLIC_URL: ${publicUrlIssue}, got "${v.PUBLIC_URL ?? ''}"`);
+  const oauth = oauthSettings(
+    {
+      str: read.str,
+      secret: read.secret,
+      bool: (name, fallback) => readSetting(name, { kind: 'bool', default: fallback, doc: '' }, read, problems) as boolean,
+      list: (name) => readSetting(name, { kind: 'list', doc: '' }, read, problems) as string[],
+    },
+    problems,
+  );
+
+  // The key files are the keys module's to check, reported here with every other problem.
+  problems.push(...keyFileProblems(v));
 
   const config: Config = {
-    host: str('HOST') ?? '127.0.0.1',
-    port,
-    metricsPort,
-    admin: { host: str('ADMIN_HOST') ?? '127.0.0.1', port: adminPort },
-    databaseUrl,
-    databasePoolMax: int('DATABASE_POOL_MAX', DEFAULT_POOL_MAX, 1, MAX_POOL),
-    databasePoolMode,
-    dataDir: path.resolve(str('DATA_DIR') ?? './data'),
-    migrateOnStart: bool('MIGRATE_ON_START', true),
+    host: v.HOST,
+    port: v.PORT,
+    metricsPort: v.METRICS_PORT,
+    admin: { host: v.ADMIN_HOST, port: v.ADMIN_PORT },
+    databaseUrl: v.DATABASE_URL,
+    databasePoolMax: v.DATABASE_POOL_MAX,
+    databasePoolMode: v.DATABASE_POOL_MODE,
+    dataDir: path.resolve(v.DATA_DIR),
+    migrateOnStart: v.MIGRATE_ON_START,
     jwt: {
-      privateKeyFile,
-      publicKeyFiles,
-      issuer: str('JWT_ISSUER') ?? DEFAULT_JWT_ISSUER,
-      audience: str('JWT_AUDIENCE') ?? DEFAULT_JWT_AUDIENCE,
-      accessTokenTtlSeconds: int('ACCESS_TOKEN_TTL_SECONDS', DEFAULT_ACCESS_TOKEN_TTL, MIN_ACCESS_TOKEN_TTL, ONE_DAY),
-      accessTokenCacheSize: int('ACCESS_TOKEN_CACHE_SIZE', DEFAULT_ACCESS_TOKEN_CACHE_SIZE, 0, MAX_ACCESS_TOKEN_CACHE_SIZE),
+      privateKeyFile: v.JWT_PRIVATE_KEY_FILE,
+      publicKeyFiles: v.JWT_PUBLIC_KEY_FILES,
+      issuer: v.JWT_ISSUER,
+      audience: v.JWT_AUDIENCE,
+      accessTokenTtlSeconds: v.ACCESS_TOKEN_TTL_SECONDS,
+      accessTokenCacheSize: v.ACCESS_TOKEN_CACHE_SIZE,
     },
-    codeHmacKeyFile,
-    mfaKeyFile,
-    webhookKeyFile,
-    webhooks: { allowPrivateNetworks: bool('WEBHOOK_ALLOW_PRIVATE_NETWORKS', false) },
-    totpIssuer,
+    codeHmacKeyFile: v.CODE_HMAC_KEY_FILE,
+    mfaKeyFile: v.MFA_KEY_FILE,
+    webhookKeyFile: v.WEBHOOK_KEY_FILE,
+    webhooks: { allowPrivateNetworks: v.WEBHOOK_ALLOW_PRIVATE_NETWORKS },
+    totpIssuer: v.TOTP_ISSUER,
     webauthn,
-    sessionTtlSeconds: int('SESSION_TTL_SECONDS', DEFAULT_SESSION_TTL, MIN_SESSION_TTL, MAX_SESSION_TTL),
-    verificationCodeTtlSeconds: int('VERIFICATION_CODE_TTL_SECONDS', DEFAULT_CODE_TTL, MIN_CODE_TTL, ONE_DAY),
-    unverifiedAccountTtlSeconds: int('UNVERIFIED_ACCOUNT_TTL_SECONDS', DEFAULT_UNVERIFIED_ACCOUNT_TTL, MIN_UNVERIFIED_ACCOUNT_TTL, MAX_UNVERIFIED_ACCOUNT_TTL),
-    oneTimeCodeTtlSeconds: int('ONE_TIME_CODE_TTL_SECONDS', DEFAULT_CODE_TTL, MIN_CODE_TTL, ONE_DAY),
-    passwordResetUrl,
-    refreshReuseGraceSeconds,
+    sessionTtlSeconds: v.SESSION_TTL_SECONDS,
+    verificationCodeTtlSeconds: v.VERIFICATION_CODE_TTL_SECONDS,
+    unverifiedAccountTtlSeconds: v.UNVERIFIED_ACCOUNT_TTL_SECONDS,
+    oneTimeCodeTtlSeconds: v.ONE_TIME_CODE_TTL_SECONDS,
+    passwordResetUrl: v.PASSWORD_RESET_URL,
+    refreshReuseGraceSeconds: v.REFRESH_REUSE_GRACE_SECONDS,
     smtp,
-    trustProxy: bool('TRUST_PROXY', false),
-    corsOrigins,
-    logLevel,
-    demoPage: bool('DEMO_PAGE', false),
-    argon2: {
-      memoryCost: int('ARGON2_MEMORY_KIB', OWASP_ARGON2_MINIMUM.memoryCost, OWASP_ARGON2_MINIMUM.memoryCost, MAX_ARGON2_MEMORY_KIB),
-      timeCost: int('ARGON2_TIME_COST', OWASP_ARGON2_MINIMUM.timeCost, OWASP_ARGON2_MINIMUM.timeCost, MAX_ARGON2_TIME_COST),
-      parallelism: int('ARGON2_PARALLELISM', OWASP_ARGON2_MINIMUM.parallelism, 1, MAX_ARGON2_PARALLELISM),
-    },
-    rateLimits: {
-      signInPerIdentifier: int('RATE_LIMIT_SIGN_IN_PER_IDENTIFIER', DEFAULT_SIGN_IN_PER_IDENTIFIER, 0, MAX_RATE_LIMIT),
-      signInPerIp: int('RATE_LIMIT_SIGN_IN_PER_IP', DEFAULT_SIGN_IN_PER_IP, 0, MAX_RATE_LIMIT),
-      signUpPerIp: int('RATE_LIMIT_SIGN_UP_PER_IP', DEFAULT_SIGN_UP_PER_IP, 0, MAX_RATE_LIMIT),
-      signInPerAccount: int('RATE_LIMIT_SIGN_IN_PER_ACCOUNT', DEFAULT_SIGN_IN_PER_ACCOUNT, 0, NIST_MAX_FAILED_ATTEMPTS),
-      verifyPerIp: int('RATE_LIMIT_VERIFY_PER_IP', DEFAULT_VERIFY_PER_IP, 0, MAX_RATE_LIMIT),
-      resendPerIp: int('RATE_LIMIT_RESEND_PER_IP', DEFAULT_RESEND_PER_IP, 0, MAX_RATE_LIMIT),
-      passwordResetPerIp: int('RATE_LIMIT_PASSWORD_RESET_PER_IP', DEFAULT_PASSWORD_RESET_PER_IP, 0, MAX_RATE_LIMIT),
-      passwordResetConfirmPerIp: int('RATE_LIMIT_PASSWORD_RESET_CONFIRM_PER_IP', DEFAULT_PASSWORD_RESET_CONFIRM_PER_IP, 0, MAX_RATE_LIMIT),
-      changeEmailPerUser: int('RATE_LIMIT_CHANGE_EMAIL_PER_USER', DEFAULT_CHANGE_EMAIL_PER_USER, 0, MAX_RATE_LIMIT),
-      changeEmailConfirmPerIp: int('RATE_LIMIT_CHANGE_EMAIL_CONFIRM_PER_IP', DEFAULT_CHANGE_EMAIL_CONFIRM_PER_IP, 0, MAX_RATE_LIMIT),
-      mfaPerAccount: int('RATE_LIMIT_MFA_PER_ACCOUNT', DEFAULT_MFA_PER_ACCOUNT, 0, MAX_RATE_LIMIT),
-      mfaPerIp: int('RATE_LIMIT_MFA_PER_IP', DEFAULT_MFA_PER_IP, 0, MAX_RATE_LIMIT),
-      adminPerKey: int('RATE_LIMIT_ADMIN_PER_KEY', DEFAULT_ADMIN_PER_KEY, 0, MAX_RATE_LIMIT),
-    },
-    retention: {
-      sessionsDays: int('RETENTION_SESSIONS_DAYS', DEFAULT_RETENTION_SESSIONS_DAYS, 0, MAX_RETENTION_DAYS),
-      verificationCodesDays: int('RETENTION_VERIFICATION_CODES_DAYS', DEFAULT_RETENTION_CODES_DAYS, 0, MAX_RETENTION_DAYS),
-      outboxDays: retentionOutboxDays,
-      outboxDeadDays: retentionOutboxDeadDays,
-      adminAuditDays: int('RETENTION_ADMIN_AUDIT_DAYS', DEFAULT_RETENTION_ADMIN_AUDIT_DAYS, 0, MAX_RETENTION_DAYS),
-      webhookDays: retentionWebhookDays,
-      webhookDeadDays: retentionWebhookDeadDays,
-    },
-    passwordBreach: { check: breachCheck, apiUrl: breachApiUrl },
+    trustProxy: v.TRUST_PROXY,
+    corsOrigins: v.CORS_ORIGINS,
+    logLevel: v.LOG_LEVEL,
+    demoPage: v.DEMO_PAGE,
+    argon2: { memoryCost: v.ARGON2_MEMORY_KIB, timeCost: v.ARGON2_TIME_COST, parallelism: v.ARGON2_PARALLELISM },
+    rateLimits: settingsOf(v, RATE_LIMIT_SETTINGS),
+    retention: settingsOf(v, RETENTION_SETTINGS),
+    passwordBreach: { check: v.PASSWORD_BREACH_CHECK, apiUrl: v.PASSWORD_BREACH_API_URL },
     publicUrl,
     oauth,
-    reauthMaxAgeSeconds: int('REAUTH_MAX_AGE_SECONDS', DEFAULT_REAUTH_MAX_AGE, MIN_REAUTH_MAX_AGE, ONE_DAY),
+    reauthMaxAgeSeconds: v.REAUTH_MAX_AGE_SECONDS,
   };
   if (problems.length > 0) throw new ConfigError(problems);
   return deepFreeze(config);
 }
 
-/**
- * Why `raw` cannot serve as a range endpoint (the 5-character hash prefix is appended to it), or
- * undefined: it must be an absolute http or https URL (RFC 3986 §4.3) ending in `/`, without a
- * query or fragment.
- */
-function rangeUrlProblem(raw: string): string | undefined {
-  let url: URL;
-  try {
-    url = new URL(raw);
-  } catch {
-    return 'expected an absolute http:// or https:// URL ending in /';
-  }
-  if ((url.protocol !== 'http:' && url.protocol !== 'https:') || !/^https?:\/\/[^/]/i.test(raw)) return 'expected an absolute http:// or https:// URL ending in /';
-  if (url.search !== '' || url.hash !== '' || raw.includes('?') || raw.includes('#')) return 'expected a URL without a query or fragment';
-  if (!raw.endsWith('/')) return 'expected a URL ending in / (the hash prefix is appended to it)';
-  return undefined;
-}
-
-/** Whether `raw` is an absolute http or https URL (RFC 3986 §4.3) with a host and no fragment (the reset link appends its own). */
-function isAbsoluteHttpUrl(raw: string): boolean {
-  let url: URL;
-  try {
-    url = new URL(raw);
-  } catch {
-    return false;
-  }
-  return (url.protocol === 'http:' || url.protocol === 'https:') && /^https?:\/\/[^/\s]/i.test(raw) && !raw.includes('#');
+/** `{member: values[setting]}` for each member of `names` (a member-to-setting map such as {@link RATE_LIMIT_SETTINGS}). */
+function settingsOf<M extends Record<string, keyof SettingValues>>(values: SettingValues, names: M): { readonly [K in keyof M]: SettingValues[M[K]] } {
+  return Object.fromEntries(Object.entries(names).map(([member, setting]) => [member, values[setting]])) as { readonly [K in keyof M]: SettingValues[M[K]] };
 }
 
 /** One PEM certificate block (RFC 7468 §5). */
@@ -713,9 +516,7 @@ const MAX_RP_NAME_LENGTH = 64;
  * contexts only), whose host is the RP ID or a subdomain of it (W3C WebAuthn Level 3 §5.1.3
  * step 8, §5.1.4.1 step 7). Problems are pushed onto `problems`.
  */
-function webauthnSettings(rpIdRaw: string | undefined, rpNameRaw: string | undefined, originsRaw: string, problems: string[]): WebauthnSettings {
-  const rpId = rpIdRaw ?? 'localhost';
-  const rpName = rpNameRaw ?? 'Latchkey';
+function webauthnSettings(rpId: string, rpName: string, originsRaw: string, problems: string[]): WebauthnSettings {
   const origins = originsRaw.split(',').map((o) => o.trim()).filter((o) => o !== '');
   if (!RP_ID.test(rpId)) problems.push(`WEBAUTHN_RP_ID: expected a domain such as example.com (no scheme, port or path), got "${rpId}"`);
   if (rpName.length > MAX_RP_NAME_LENGTH) problems.push(`WEBAUTHN_RP_NAME: at most ${MAX_RP_NAME_LENGTH} characters`);

@@ -147,7 +147,7 @@ function loadOrCreateGeneratedKey(
 
 /**
  * Why a PEM file cannot serve as an RS256 key, or undefined when it can: readable, parseable,
- * RSA, and at least {@link MIN_RSA_BITS} bits. Used by loadConfig to report key problems with
+ * RSA, and at least {@link MIN_RSA_BITS} bits. Used by keyFileProblems (keys.config.ts) to report key problems with
  * every other bad setting at start.
  */
 export function rsaKeyFileProblem(file: string, kind: 'private' | 'public'): string | undefined {
