@@ -1,6 +1,6 @@
 /**
  * Module boundaries of Latchkey, checked by dependency-cruiser in `npm test` (`npm run lint:deps`).
- * The rules are described in docs/architecture.md ("Module boundaries").
+ * The rules are described in README.md ("Layout", "Module boundaries").
  * @type {import('dependency-cruiser').IConfiguration}
  */
 module.exports = {
@@ -10,14 +10,14 @@ module.exports = {
       severity: 'error',
       comment:
         "A module's *.repo.ts is private to it: another module uses the module's tables through what it exports from its " +
-        '<module>.shared.ts (functions taking the Queryable, SQL fragments) or its service (docs/architecture.md).',
+        '<module>.shared.ts (functions taking the Queryable, SQL fragments) or its service (README.md, "Module boundaries").',
       from: { path: '^src/modules/([^/]+)/' },
       to: { path: '^src/modules/[^/]+/.+[.]repo[.]ts$', pathNot: '^src/modules/$1/' },
     },
     {
       name: 'no-repo-outside-modules',
       severity: 'error',
-      comment: 'Code outside src/modules/ (wiring, plugins, metrics, CLI support) reaches a module’s tables through its *.shared.ts or service too.',
+      comment: "Code outside src/modules/ (wiring, plugins, metrics, CLI support) reaches a module's tables through its *.shared.ts or service too.",
       from: { path: '^src/', pathNot: '^src/modules/' },
       to: { path: '^src/modules/[^/]+/.+[.]repo[.]ts$' },
     },
