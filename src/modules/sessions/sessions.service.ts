@@ -17,8 +17,6 @@ import { clientNetwork } from '../rate-limits/client-network.js';
 import { createRefresh } from './refresh.js';
 import type { ClientContext } from '../../plugins/client-context.js';
 import type { IssuedTokens } from './issued-tokens.js';
-
-export type { IssuedTokens } from './issued-tokens.js';
 import { insertChallenge } from '../mfa/mfa.shared.js';
 import {
   createSignInSession,
@@ -33,6 +31,8 @@ import {
 } from './sessions.repo.js';
 import { newTimeOrderedId } from '../../crypto/ids.js';
 
+/** The sign-in and refresh result (issued-tokens.ts), part of this service's interface. */
+export type { IssuedTokens } from './issued-tokens.js';
 
 /**
  * The `amr` (RFC 8176) of a session signed in with a password: the `sessions.amr` column's
