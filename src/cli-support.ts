@@ -10,7 +10,7 @@ import { createLogger } from './app.js';
 import type { CommandIo } from './modules/keys/keys.cli.js';
 import { UUID_PATTERN } from './modules/tokens/access-token.service.js';
 import { normalizeUsername } from './modules/users/identifiers.js';
-import { findUserById, findUserByUsername, type UserRow } from './modules/users/users.repo.js';
+import { findUserById, findUserByUsername, type UserRow } from './modules/users/users.shared.js';
 
 export type { CommandIo } from './modules/keys/keys.cli.js';
 

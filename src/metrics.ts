@@ -1,5 +1,5 @@
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
-import type { RevocationReason } from './modules/sessions/sessions.repo.js';
+import type { RevocationReason } from './modules/sessions/sessions.shared.js';
 
 /** How a sign-in ended: `locked` is the 429 of a rate limit (decisions.md, "Rate limits"). */
 export type SignInOutcome = 'success' | 'bad_credentials' | 'unverified' | 'banned' | 'locked' | 'mfa_required';

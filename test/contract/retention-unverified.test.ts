@@ -4,7 +4,7 @@ import { createLogger } from '../../src/app.js';
 import type { RetentionSettings } from '../../src/config.js';
 import { createAuthMetrics } from '../../src/metrics.js';
 import { deleteExpiredUnverifiedUsers } from '../../src/modules/accounts/accounts.repo.js';
-import { purgeInBatches } from '../../src/modules/retention/batches.js';
+import { purgeInBatches } from '../../src/db/batches.js';
 import { createRetentionWorker, EXPIRED_UNVERIFIED_REASON, type RetentionWorkerDeps } from '../../src/modules/retention/retention.worker.js';
 import { TestClock } from '../helpers/clock.js';
 import { createTestDatabase, type TestDatabase } from '../helpers/database.js';

@@ -5,7 +5,7 @@ import { createLogger } from '../../src/app.js';
 import type { RetentionSettings } from '../../src/config.js';
 import { claimDueEmails, countOutboxBacklog, cancelExpiredEmails, oldestPendingEmailCreatedAt, releaseLeases, type OutboxStatus } from '../../src/modules/mail/outbox.repo.js';
 import { purgeWindows } from '../../src/modules/rate-limits/rate-limits.repo.js';
-import { purgeInBatches } from '../../src/modules/retention/batches.js';
+import { purgeInBatches } from '../../src/db/batches.js';
 import { eraseExpiredSuccessors, purgeDeadEmails, purgeEndedSessions, purgeEndedVerificationCodes, purgeFinishedEmails } from '../../src/modules/retention/retention.repo.js';
 import { createRetentionWorker, type RetentionWorkerDeps } from '../../src/modules/retention/retention.worker.js';
 import { TestClock } from '../helpers/clock.js';

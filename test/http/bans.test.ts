@@ -1,6 +1,7 @@
 import type { LightMyRequestResponse } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { banUser, unbanUser } from '../../src/modules/users/users.repo.js';
+import { unbanUser } from '../../src/modules/users/users.repo.js';
+import { banUser } from '../../src/modules/users/users.service.js';
 import { createTestContext, type TestContext } from '../helpers/context.js';
 import { createVerifiedUser, expectError, PASSWORD, postJson, refresh, setCookies, signIn, withBearer } from '../helpers/flows.js';
 import { codeNow, enrolled, passwordStep, secondStep } from '../helpers/mfa.js';

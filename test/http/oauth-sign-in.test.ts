@@ -27,7 +27,7 @@ import {
 } from '../helpers/oauth.js';
 import { TestBrowser } from '../helpers/oauth-browser.js';
 import { startRogueProvider, type TestRogueProvider } from '../helpers/rogue-provider.js';
-import { banUser } from '../../src/modules/users/users.repo.js';
+import { banUser } from '../../src/modules/users/users.service.js';
 
 let ctx: TestContext;
 let providers: TestProviders;

@@ -7,7 +7,7 @@ import { createLogger } from '../../src/app.js';
 import { runUsersCommand } from '../../src/modules/accounts/accounts.cli.js';
 import { runSessionsCommand } from '../../src/modules/sessions/sessions.cli.js';
 import { createRetentionWorker } from '../../src/modules/retention/retention.worker.js';
-import { banUser } from '../../src/modules/users/users.repo.js';
+import { banUser } from '../../src/modules/users/users.service.js';
 import { Webhook } from 'standardwebhooks';
 import { verifyWebhook } from '../../packages/verify/src/webhook.js';
 import { createTestContext, type TestContext } from '../helpers/context.js';

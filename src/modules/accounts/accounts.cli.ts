@@ -9,8 +9,7 @@ import {
   type DatabaseCommandIo,
 } from '../../cli-support.js';
 import { securityEvent } from '../audit/security-events.js';
-import { CLI_ACTOR } from '../admin/admin-audit.repo.js';
-import { deleteUserAccount } from '../admin/operator-actions.js';
+import { CLI_ACTOR, deleteUserAccount } from '../admin/operator-actions.js';
 
 /** `latchkey users --help`. */
 export const USERS_USAGE = `Usage: latchkey users delete --user <id|username>

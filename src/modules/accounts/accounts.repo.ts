@@ -1,5 +1,4 @@
 import type { Queryable } from '../../db/db.js';
-import { ACCOUNT_RULE_NAMES } from '../rate-limits/rate-limits.rules.js';
 
 /** What is left of a deleted user: what the deletion notice and the cancelled emails need. */
 export interface DeletedUser {
@@ -74,16 +73,6 @@ export async function deleteFinishedEmailsTo(q: Queryable, recipient: string): P
     `DELETE FROM email_outbox WHERE recipient = $1 AND status IN ('sent', 'cancelled', 'dead')`,
     [recipient],
   );
-  return rowCount ?? 0;
-}
-
-/**
- * Deletes the rate-limit windows counted against the account `userId`: the keys
- * `<rule name>:<user id>` of the rules counted per account ({@link ACCOUNT_RULE_NAMES}).
- * @returns how many rows were deleted.
- */
-export async function deleteAccountRateLimits(q: Queryable, userId: string): Promise<number> {
-  const { rowCount } = await q.query('DELETE FROM rate_limits WHERE key = ANY($1::text[])', [ACCOUNT_RULE_NAMES.map((name) => `${name}:${userId}`)]);
   return rowCount ?? 0;
 }
 

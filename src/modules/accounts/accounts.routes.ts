@@ -8,7 +8,7 @@ import { clearRefreshCookie } from '../sessions/refresh-cookie.js';
 import type { SessionsService } from '../sessions/sessions.service.js';
 import { DeleteAccountRequestSchema } from './accounts.schemas.js';
 import type { AccountsService } from './accounts.service.js';
-import { clientContextOf } from '../sessions/sessions.service.js';
+import { clientContextOf } from '../../plugins/client-context.js';
 
 /** POST /delete-account (docs/api.md#delete-account). */
 export function accountsRoutes(deps: { accounts: AccountsService; sessions: SessionsService }): FastifyPluginAsyncTypebox {

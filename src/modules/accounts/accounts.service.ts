@@ -3,12 +3,13 @@ import type { Db, Queryable } from '../../db/db.js';
 import { AppError } from '../../errors.js';
 import { createAuthMetrics, type AccountDeletionCause, type AuthMetrics } from '../../metrics.js';
 import { queueSecurityNotice, type NoticeClient } from '../mail/notices.js';
-import { cancelEmailsTo, cancelPendingEmails } from '../mail/outbox.repo.js';
+import { cancelEmailsTo, cancelPendingEmails } from '../mail/mail.shared.js';
 import type { CurrentPasswordCheck } from '../users/current-password.js';
 import type { Authenticated } from '../sessions/sessions.service.js';
 import { noticeAddress } from '../users/users.service.js';
-import { deleteAccountRateLimits, deleteFinishedEmailsTo, deleteUser, type DeletedUser } from './accounts.repo.js';
-import { recordEvent, type UserDeletedCause } from '../events/events.repo.js';
+import { deleteFinishedEmailsTo, deleteUser, type DeletedUser } from './accounts.repo.js';
+import { deleteAccountWindows } from '../rate-limits/rate-limits.shared.js';
+import { recordEvent, type UserDeletedCause } from '../events/events.shared.js';
 
 /** The reason recorded on the outbox rows a deletion cancels. */
 export const DELETED_ACCOUNT_REASON = 'account deleted';
@@ -17,7 +18,7 @@ export const DELETED_ACCOUNT_REASON = 'account deleted';
  * Deletes the account `userId` in one transaction (docs/api.md#delete-account): the user and
  * every row that belongs to it (codes, devices, sessions, refresh tokens), so its access tokens
  * answer 401 at the next request and its identifiers are free; deletes its per-account
- * rate-limit windows ({@link deleteAccountRateLimits}); cancels the emails queued to its address
+ * rate-limit windows ({@link deleteAccountWindows}); cancels the emails queued to its address
  * and not yet sent ({@link cancelEmailsTo}) and deletes the finished ones
  * ({@link deleteFinishedEmailsTo}), and the code emails of its unconfirmed email changes; then queues the `account_deleted` notice to its verified
  * address (docs/api.md#security-notices), which keeps the address, the username, the time, IP
@@ -47,7 +48,7 @@ export async function eraseAccountIn(
 ): Promise<{ user: DeletedUser; noticeQueued: boolean } | undefined> {
   const user = await deleteUser(tx, d.userId, { expectedPasswordVersion: d.expectedPasswordVersion });
   if (user === undefined) return undefined;
-  await deleteAccountRateLimits(tx, user.id);
+  await deleteAccountWindows(tx, user.id);
   await recordEvent(tx, { type: 'user.deleted', data: { user_id: user.id, cause: d.cause } }, d.now);
   if (user.email !== null) {
     await cancelEmailsTo(tx, { recipient: user.email, reason: DELETED_ACCOUNT_REASON, now: d.now });

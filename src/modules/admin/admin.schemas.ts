@@ -1,9 +1,9 @@
 import { Type, type Static } from '@sinclair/typebox';
 import { withRule } from '../../errors.js';
-import { banInForce } from '../users/users.repo.js';
+import { banInForce } from '../users/users.shared.js';
 import { EMAIL_MAX_LENGTH, USERNAME_MAX_LENGTH, USERNAME_MIN_LENGTH } from '../users/identifiers.js';
 import { EmailAddressSchema, EXAMPLE_USER, NewPasswordSchema, toUser, UserSchema } from '../users/users.schemas.js';
-import type { SessionRow } from '../sessions/sessions.repo.js';
+import type { SessionRow } from '../sessions/sessions.shared.js';
 import { SessionSchema, SessionsResponseSchema, toSession, type Session } from '../sessions/sessions.schemas.js';
 import type { AdminUserRow } from './admin-users.repo.js';
 import type { AuditEntryRow } from './admin-audit.repo.js';

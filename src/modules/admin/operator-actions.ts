@@ -1,12 +1,15 @@
 import type { Clock } from '../../clock.js';
 import type { Db } from '../../db/db.js';
 import { eraseAccountIn } from '../accounts/accounts.service.js';
-import type { DeletedUser } from '../accounts/accounts.repo.js';
+import type { DeletedUser } from '../accounts/accounts.shared.js';
 import type { NoticeClient } from '../mail/notices.js';
-import { revokeActiveSessions } from '../sessions/sessions.repo.js';
-import { lockUser } from '../users/users.repo.js';
+import { revokeActiveSessions } from '../sessions/sessions.shared.js';
+import { lockUser } from '../users/users.shared.js';
 import type { ChangeOptions } from '../webhooks/webhooks.service.js';
 import { recordAdminAudit, type AuditActor, type AuditDetails } from './admin-audit.repo.js';
+
+/** The audit actor of an operator command (`latchkey users delete`, `latchkey sessions revoke`, `latchkey webhooks`). */
+export { CLI_ACTOR } from './admin-audit.repo.js';
 
 /*
  * The operations that the admin API and the operator commands share, one implementation each:

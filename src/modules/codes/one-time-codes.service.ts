@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { Clock } from '../../clock.js';
 import type { Queryable } from '../../db/db.js';
 import { constantTimeEqual, hmacSha256, newVerificationCode } from '../../crypto/secrets.js';
-import { cancelPendingEmails, enqueueEmail } from '../mail/outbox.repo.js';
+import { cancelPendingEmails, enqueueEmail } from '../mail/mail.shared.js';
 import { consumeCode, lockLiveCode, recordWrongAttempt, replaceCode, supersedeCodes, type CodePurpose } from './one-time-codes.repo.js';
 import { newTimeOrderedId } from '../../crypto/ids.js';
 

@@ -11,10 +11,10 @@ import { queueSecurityNotice, type NoticeClient } from '../mail/notices.js';
 import { UNKNOWN_CLIENT } from '../rate-limits/client-network.js';
 import type { RateLimitRules } from '../rate-limits/rate-limits.rules.js';
 import type { RateLimiter } from '../rate-limits/rate-limits.service.js';
-import { findUserByEmail, lockUserRow, replaceEmail, type UserRow } from '../users/users.repo.js';
+import { findUserByEmail, lockUserRow, replaceEmail, type UserRow } from '../users/users.shared.js';
 import { noticeAddress } from '../users/users.service.js';
 import { changedMembers, toUser } from '../users/users.schemas.js';
-import { recordEvent } from '../events/events.repo.js';
+import { recordEvent } from '../events/events.shared.js';
 
 /** Dependencies of {@link createEmailChangeService}. */
 export interface EmailChangeDeps {

@@ -1,6 +1,5 @@
 import type { Queryable } from '../../db/db.js';
 import type { User } from '../users/users.schemas.js';
-import type { RevocationReason } from '../sessions/sessions.repo.js';
 
 /**
  * Events (docs/api.md#events-and-webhooks): every change an app may care about is recorded as a
@@ -70,8 +69,12 @@ export interface EventData {
 /** An event to record: a type and its data. */
 export type NewEvent = { [T in EventType]: { type: T; data: EventData[T] } }[EventType];
 
-/** The `session.revoked` cause of a stored revocation reason: an operator's revocation is `operator`. */
-export function sessionRevokedCause(reason: RevocationReason): SessionRevokedCause {
+/**
+ * The `session.revoked` cause of a stored revocation reason (`sessions.revoked_reason`): the
+ * stored reasons are the causes, but an operator's revocation is stored as `revoked_by_admin`
+ * and is the cause `operator`.
+ */
+export function sessionRevokedCause(reason: Exclude<SessionRevokedCause, 'operator'> | 'revoked_by_admin'): SessionRevokedCause {
   return reason === 'revoked_by_admin' ? 'operator' : reason;
 }
 

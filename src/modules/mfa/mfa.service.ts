@@ -9,8 +9,9 @@ import { queueSecurityNotice, type NoticeClient, type SecurityNoticeKind } from 
 import { UNKNOWN_CLIENT } from '../rate-limits/client-network.js';
 import { MFA_FAILURE_NOTICE_THRESHOLD, type RateLimitRules } from '../rate-limits/rate-limits.rules.js';
 import type { RateLimiter } from '../rate-limits/rate-limits.service.js';
-import type { Authenticated, ClientContext, IssuedTokens, SessionsService } from '../sessions/sessions.service.js';
-import { findUserById, type UserRow } from '../users/users.repo.js';
+import type { ClientContext } from '../../plugins/client-context.js';
+import type { Authenticated, IssuedTokens, SessionsService } from '../sessions/sessions.service.js';
+import { findUserById, type UserRow } from '../users/users.shared.js';
 import { noticeAddress } from '../users/users.service.js';
 import type { CurrentPasswordCheck } from '../users/current-password.js';
 import {
@@ -28,7 +29,7 @@ import {
 } from './mfa.repo.js';
 import { matchTotp, newRecoveryCodes, newTotpSecret, otpauthUri, recoveryCodeHash } from './totp.js';
 import { openSecret, sealSecret } from '../../crypto/sealed-secret.js';
-import { recordEvent } from '../events/events.repo.js';
+import { recordEvent } from '../events/events.shared.js';
 
 /** Wrong codes after which a sign-in challenge is dead (docs/api.md#sign-in-second-step). */
 export const MAX_CHALLENGE_ATTEMPTS = 5;

@@ -3,7 +3,8 @@ import { Type } from '@sinclair/typebox';
 import { errorResponses } from '../../errors.js';
 import { bearerAuth, callerOf } from '../../plugins/authenticate.js';
 import { TAGS } from '../../plugins/openapi.js';
-import { clientContextOf, type SessionsService } from '../sessions/sessions.service.js';
+import { clientContextOf } from '../../plugins/client-context.js';
+import type { SessionsService } from '../sessions/sessions.service.js';
 import type { IdentitiesService } from './identities.service.js';
 import { IdentitiesResponseSchema, IdentityIdParamsSchema, toIdentity } from './oauth.schemas.js';
 

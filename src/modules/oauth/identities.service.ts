@@ -6,9 +6,9 @@ import { securityEvent } from '../audit/security-events.js';
 import { queueSecurityNotice, type NoticeClient } from '../mail/notices.js';
 import type { Authenticated, SessionsService } from '../sessions/sessions.service.js';
 import { UUID_PATTERN } from '../tokens/access-token.service.js';
-import { lockUserRow } from '../users/users.repo.js';
+import { lockUserRow } from '../users/users.shared.js';
 import { noticeAddress } from '../users/users.service.js';
-import { recordEvent } from '../events/events.repo.js';
+import { recordEvent } from '../events/events.shared.js';
 import { deleteIdentity, findIdentityById, hasOtherSignInMethod, listIdentities, type IdentityRow } from './identities.repo.js';
 import type { OAuthProviders } from './oauth-providers.js';
 

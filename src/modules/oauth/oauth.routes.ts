@@ -5,7 +5,8 @@ import { AppError, errorResponses } from '../../errors.js';
 import { bearerAuth, callerOf } from '../../plugins/authenticate.js';
 import { TAGS } from '../../plugins/openapi.js';
 import { clearOAuthFlowCookie, OAUTH_FLOW_COOKIE, setMfaChallengeCookie, setOAuthFlowCookie, setRefreshCookie } from '../sessions/refresh-cookie.js';
-import { clientContextOf, type SessionsService } from '../sessions/sessions.service.js';
+import { clientContextOf } from '../../plugins/client-context.js';
+import type { SessionsService } from '../sessions/sessions.service.js';
 import type { OAuthProviders } from './oauth-providers.js';
 import {
   AuthorizeQuerySchema,

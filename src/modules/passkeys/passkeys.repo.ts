@@ -1,5 +1,5 @@
 import type { Queryable } from '../../db/db.js';
-import { USER_COLUMNS, type UserRow } from '../users/users.repo.js';
+import { USER_COLUMNS, type UserRow } from '../users/users.shared.js';
 
 /** A passkey as stored (migration 009). */
 export interface PasskeyRow {

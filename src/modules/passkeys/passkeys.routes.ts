@@ -5,7 +5,8 @@ import { bearerAuth, callerOf } from '../../plugins/authenticate.js';
 import { TAGS } from '../../plugins/openapi.js';
 import { clearWebauthnChallengeCookie, setRefreshCookie, setWebauthnChallengeCookie, WEBAUTHN_CHALLENGE_COOKIE } from '../sessions/refresh-cookie.js';
 import { SignInResponseSchema } from '../sessions/sessions.schemas.js';
-import { clientContextOf, type SessionsService } from '../sessions/sessions.service.js';
+import { clientContextOf } from '../../plugins/client-context.js';
+import type { SessionsService } from '../sessions/sessions.service.js';
 import { toUser } from '../users/users.schemas.js';
 import {
   CreationOptionsSchema,

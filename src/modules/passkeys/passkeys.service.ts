@@ -18,13 +18,14 @@ import type { AuthMetrics } from '../../metrics.js';
 import { securityEvent } from '../audit/security-events.js';
 import { queueSecurityNotice, type NoticeClient, type SecurityNoticeKind } from '../mail/notices.js';
 import { UNKNOWN_CLIENT } from '../rate-limits/client-network.js';
-import { HIT_WINDOWS_PARAMS } from '../rate-limits/rate-limits.repo.js';
+import { HIT_WINDOWS_PARAMS } from '../rate-limits/rate-limits.shared.js';
 import { MAX_CREDENTIAL_ID_BYTES } from './passkeys.schemas.js';
 import type { RateLimitRules } from '../rate-limits/rate-limits.rules.js';
 import type { AccountWindow, RateLimiter } from '../rate-limits/rate-limits.service.js';
-import type { ClientContext, IssuedTokens, SessionsService } from '../sessions/sessions.service.js';
+import type { ClientContext } from '../../plugins/client-context.js';
+import type { IssuedTokens, SessionsService } from '../sessions/sessions.service.js';
 import { UUID_PATTERN } from '../tokens/access-token.service.js';
-import { lockUser, type UserRow } from '../users/users.repo.js';
+import { lockUser, type UserRow } from '../users/users.shared.js';
 import { noticeAddress } from '../users/users.service.js';
 import {
   countPasskeys,
@@ -44,7 +45,7 @@ import {
   type PasskeyWithOwner,
 } from './passkeys.repo.js';
 import { passkeyNoticeLine } from './passkey-notices.js';
-import { recordEvent } from '../events/events.repo.js';
+import { recordEvent } from '../events/events.shared.js';
 import type { CreationOptions, RequestOptions } from './passkeys.schemas.js';
 
 /**

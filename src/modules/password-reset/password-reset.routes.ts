@@ -5,7 +5,7 @@ import { TAGS } from '../../plugins/openapi.js';
 import { normalizeEmail } from '../users/identifiers.js';
 import { PasswordResetConfirmSchema, PasswordResetRequestSchema } from './password-reset.schemas.js';
 import type { PasswordResetService } from './password-reset.service.js';
-import { clientContextOf } from '../sessions/sessions.service.js';
+import { clientContextOf } from '../../plugins/client-context.js';
 
 /** POST /password-reset and POST /password-reset/confirm (docs/api.md#request-a-password-reset, docs/api.md#confirm-a-password-reset). */
 export function passwordResetRoutes(deps: { passwordReset: PasswordResetService }): FastifyPluginAsyncTypebox {

@@ -7,18 +7,18 @@ import { normalizePassword, type PasswordHasher } from '../../crypto/password.js
 import { securityEvent } from '../audit/security-events.js';
 import type { OneTimeCodes } from '../codes/one-time-codes.service.js';
 import { queueSecurityNotice, type NoticeClient } from '../mail/notices.js';
-import { listPasskeys } from '../passkeys/passkeys.repo.js';
+import { listPasskeys } from '../passkeys/passkeys.shared.js';
 import { passkeyNoticeLines } from '../passkeys/passkey-notices.js';
-import { enqueueEmail } from '../mail/outbox.repo.js';
+import { enqueueEmail } from '../mail/mail.shared.js';
 import { UNKNOWN_CLIENT } from '../rate-limits/client-network.js';
 import type { RateLimitRules } from '../rate-limits/rate-limits.rules.js';
 import type { RateLimiter } from '../rate-limits/rate-limits.service.js';
-import { revokeAllSessions } from '../sessions/sessions.repo.js';
+import { revokeAllSessions } from '../sessions/sessions.shared.js';
 import type { BreachedPasswordCheck } from '../users/breached-passwords.js';
 import { checkPassword, SERVICE_NAME } from '../users/password-policy.js';
-import { findUserByEmail, lockUser, markEmailVerified, setPasswordHash } from '../users/users.repo.js';
+import { findUserByEmail, lockUser, markEmailVerified, setPasswordHash } from '../users/users.shared.js';
 import { toUser } from '../users/users.schemas.js';
-import { recordEvent } from '../events/events.repo.js';
+import { recordEvent } from '../events/events.shared.js';
 import { newTimeOrderedId } from '../../crypto/ids.js';
 
 /** The user id an unknown address is checked under: no user has it, so the lookup finds no code. */

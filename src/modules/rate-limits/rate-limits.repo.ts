@@ -1,5 +1,5 @@
 import type { Queryable } from '../../db/db.js';
-import { batchedDeleteSql } from '../retention/retention.repo.js';
+import { batchedDeleteSql } from '../../db/batches.js';
 
 /** The state of one fixed window after a hit. */
 export interface WindowHit {
@@ -128,6 +128,15 @@ export function forgiveHitsSql(param: number, condition = 'true'): string {
 export async function forgiveHits(q: Queryable, keys: readonly string[]): Promise<void> {
   if (keys.length === 0) return;
   await q.query(forgiveHitsSql(1), [[...keys]]);
+}
+
+/**
+ * Deletes the windows of `keys` (whatever their start), for an account that is deleted.
+ * @returns how many rows were deleted.
+ */
+export async function deleteWindows(q: Queryable, keys: readonly string[]): Promise<number> {
+  const { rowCount } = await q.query('DELETE FROM rate_limits WHERE key = ANY($1::text[])', [[...keys]]);
+  return rowCount ?? 0;
 }
 
 /**

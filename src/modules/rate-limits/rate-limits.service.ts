@@ -2,8 +2,7 @@ import type { FastifyBaseLogger } from 'fastify';
 import type { Clock } from '../../clock.js';
 import type { Db } from '../../db/db.js';
 import { hmacSha256 } from '../../crypto/secrets.js';
-import { purgeInBatches } from '../retention/batches.js';
-import { BATCH_PAUSE_MS, MAX_BATCHES_PER_RUN } from '../retention/retention.worker.js';
+import { BATCH_PAUSE_MS, MAX_BATCHES_PER_RUN, purgeInBatches } from '../../db/batches.js';
 import { clientNetwork } from './client-network.js';
 import { forgiveHits, hitWindow, hitWindowsAfter, PURGE_BATCH_SIZE, purgeWindows, withCurrentWindowSql } from './rate-limits.repo.js';
 

@@ -1,4 +1,5 @@
 import type { Queryable } from '../../db/db.js';
+import { batchedDeleteSql } from '../../db/batches.js';
 
 /**
  * The statements of the retention worker (docs/operations.md, "Retention"). Each deletes (or
@@ -16,23 +17,6 @@ import type { Queryable } from '../../db/db.js';
  * row have changed between the statement's snapshot and the lock, it is not deleted (the next
  * batch sees it again), never another row.
  */
-
-/**
- * The batched delete every plain purge runs: up to `$2` rows of `table` for which `ended` (SQL
- * over the row, compared with the cutoff `$1`) says they ended before the cutoff, the oldest
- * by `ended` first, `FOR UPDATE SKIP LOCKED`, deleted by their physical address. `ended` and
- * `where` are SQL text written here, never input: literals stay literals, so the planner can
- * match them to the partial indexes of migration 003.
- */
-export function batchedDeleteSql(table: string, options: { ended: string; where?: string }): string {
-  const where = options.where === undefined ? '' : `${options.where} AND `;
-  return `DELETE FROM ${table} WHERE ctid = ANY(ARRAY(
-       SELECT ctid FROM ${table}
-        WHERE ${where}${options.ended} < $1
-        ORDER BY ${options.ended}
-        LIMIT $2
-        FOR UPDATE SKIP LOCKED))`;
-}
 
 /** What one call of {@link purgeEndedSessions} deleted. */
 export interface PurgedSessions {

@@ -4,11 +4,11 @@ import type { RetentionSettings } from '../../config.js';
 import type { Db } from '../../db/db.js';
 import type { AuthMetrics } from '../../metrics.js';
 import { oneAtATime } from '../../one-at-a-time.js';
-import { deleteExpiredUnverifiedUsers } from '../accounts/accounts.repo.js';
-import { recordEvents } from '../events/events.repo.js';
-import { purgeEvents, purgeFinishedDeliveries } from '../webhooks/webhooks.repo.js';
-import { cancelEmailsTo } from '../mail/outbox.repo.js';
-import { purgeInBatches, type BatchOptions } from './batches.js';
+import { deleteExpiredUnverifiedUsers } from '../accounts/accounts.shared.js';
+import { recordEvents } from '../events/events.shared.js';
+import { purgeEvents, purgeFinishedDeliveries } from '../webhooks/webhooks.shared.js';
+import { cancelEmailsTo } from '../mail/mail.shared.js';
+import { BATCH_PAUSE_MS, MAX_BATCHES_PER_RUN, purgeInBatches, type BatchOptions } from '../../db/batches.js';
 import { eraseExpiredSuccessors, purgeAdminAuditEntries, purgeDeadEmails, purgeEndedSessions, purgeEndedVerificationCodes, purgeExpiredMfaChallenges, purgeExpiredOAuthFlows, purgeExpiredWebauthnChallenges, purgeFinishedEmails } from './retention.repo.js';
 
 /**
@@ -39,14 +39,6 @@ export const SESSION_BATCH_SIZE = 250;
 
 /** The reason recorded on the outbox rows cancelled when an unverified account expires. */
 export const EXPIRED_UNVERIFIED_REASON = 'unverified account expired';
-/**
- * Statements per purge and run: at most 100 000 rows of each kind per run, 600 000 an hour per
- * instance. A larger backlog (the first run on a database that never purged) drains over
- * several runs instead of in one long burst.
- */
-export const MAX_BATCHES_PER_RUN = 100;
-/** Pause between two statements of one purge, in milliseconds: requests get the database (PGlite's one connection) in between. */
-export const BATCH_PAUSE_MS = 50;
 /**
  * Longest time {@link RetentionWorker.stop} waits for a run in flight, in milliseconds (real
  * time; the run stops after its current statement). Below the 10 s a shutdown may take
@@ -119,7 +111,7 @@ export interface RetentionWorkerDeps {
   readonly unverifiedAccountTtlSeconds?: number | undefined;
   /** Counts the accounts it deletes (`auth_accounts_deleted_total{cause="unverified_expired"}`). */
   readonly metrics?: Pick<AuthMetrics, 'accountsDeleted'> | undefined;
-  /** Batch sizes, cap and pause; the constants above by default (tests use small batches and no pause). */
+  /** Batch sizes, cap and pause; the constants above and those of src/db/batches.ts by default (tests use small batches and no pause). */
   readonly batches?: Partial<{ batchSize: number; sessionBatchSize: number; maxBatches: number; pauseMs: number }>;
 }
 

@@ -10,8 +10,9 @@ import { securityEvent } from '../audit/security-events.js';
 import { isWithinGraceWindow, liveTokenWithinGrace, successorCiphertextFor } from './refresh-grace.js';
 import { lockRefreshToken, rotateLiveRefreshToken, type RotatedRefreshToken } from './refresh-tokens.repo.js';
 import { LAST_USED_RESOLUTION_SECONDS, revokeSession, touchSession } from './sessions.repo.js';
-import type { ClientContext, IssuedTokens } from './sessions.service.js';
-import { recordEvent } from '../events/events.repo.js';
+import type { ClientContext } from '../../plugins/client-context.js';
+import type { IssuedTokens } from './issued-tokens.js';
+import { recordEvent } from '../events/events.shared.js';
 import { newTimeOrderedId } from '../../crypto/ids.js';
 
 /** Dependencies of {@link createRefresh}: the matching fields of the sessions service's. */

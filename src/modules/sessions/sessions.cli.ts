@@ -9,8 +9,7 @@ import {
   type DatabaseCommandIo,
 } from '../../cli-support.js';
 import { securityEvent } from '../audit/security-events.js';
-import { CLI_ACTOR } from '../admin/admin-audit.repo.js';
-import { revokeUserSessions } from '../admin/operator-actions.js';
+import { CLI_ACTOR, revokeUserSessions } from '../admin/operator-actions.js';
 
 /** `latchkey sessions --help`. */
 export const SESSIONS_USAGE = `Usage: latchkey sessions revoke --user <id|username>

@@ -1,7 +1,7 @@
 import type { Queryable } from '../../db/db.js';
-import { banInForceSql, type UserRow } from '../users/users.repo.js';
-import { forgiveHitsSql } from '../rate-limits/rate-limits.repo.js';
-import { eventInsertSql, eventTypeLiteral, sessionRevokedCause } from '../events/events.repo.js';
+import { banInForceSql, type UserRow } from '../users/users.shared.js';
+import { forgiveHitsSql } from '../rate-limits/rate-limits.shared.js';
+import { eventInsertSql, eventTypeLiteral, sessionRevokedCause } from '../events/events.shared.js';
 
 /** A `sessions` row as the wire Session needs it (docs/api.md#operations), plus the owner. */
 export interface SessionRow {

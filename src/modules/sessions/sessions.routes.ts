@@ -14,7 +14,8 @@ import {
   SignInResponseSchema,
   toSession,
 } from './sessions.schemas.js';
-import { clientContextOf, type SessionsService } from './sessions.service.js';
+import { clientContextOf } from '../../plugins/client-context.js';
+import type { SessionsService } from './sessions.service.js';
 
 /** POST /sign-in, /refresh, /logout; GET and DELETE /sessions; DELETE /sessions/{session_id} (docs/api.md#operations). */
 export function sessionsRoutes(deps: { sessions: SessionsService }): FastifyPluginAsyncTypebox {

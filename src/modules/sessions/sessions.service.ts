@@ -8,14 +8,16 @@ import type { PasswordHasher } from '../../crypto/password.js';
 import { newRefreshToken, sha256 } from '../../crypto/secrets.js';
 import { UUID_PATTERN, type AccessTokenService } from '../tokens/access-token.service.js';
 import { normalizeEmail, normalizePhone, normalizeUsername } from '../users/identifiers.js';
-import { banInForce, findUserBan, upgradePasswordHash, usersByIdentifiersQuery, type SignInUser, type UserRow } from '../users/users.repo.js';
-import { HIT_WINDOWS_PARAMS } from '../rate-limits/rate-limits.repo.js';
+import { banInForce, findUserBan, upgradePasswordHash, usersByIdentifiersQuery, type SignInUser, type UserRow } from '../users/users.shared.js';
+import { HIT_WINDOWS_PARAMS } from '../rate-limits/rate-limits.shared.js';
 import { securityEvent } from '../audit/security-events.js';
 import type { RateLimitRules } from '../rate-limits/rate-limits.rules.js';
 import type { AccountWindow, FallbackWindow, RateLimiter, RateLimitVerdict } from '../rate-limits/rate-limits.service.js';
 import { clientNetwork } from '../rate-limits/client-network.js';
 import { createRefresh } from './refresh.js';
-import { insertChallenge } from '../mfa/mfa.repo.js';
+import type { ClientContext } from '../../plugins/client-context.js';
+import type { IssuedTokens } from './issued-tokens.js';
+import { insertChallenge } from '../mfa/mfa.shared.js';
 import {
   createSignInSession,
   findActiveSessionWithUser,
@@ -29,6 +31,8 @@ import {
 } from './sessions.repo.js';
 import { newTimeOrderedId } from '../../crypto/ids.js';
 
+/** The sign-in and refresh result (issued-tokens.ts), part of this service's interface. */
+export type { IssuedTokens } from './issued-tokens.js';
 
 /**
  * The `amr` (RFC 8176) of a session signed in with a password: the `sessions.amr` column's
@@ -61,27 +65,6 @@ function storedClient(client: ClientContext): ClientContext {
 /** The subject under which the failures of identifiers that name no account are counted: the normalised identifiers given, together. */
 function unknownAccountSubject(subjects: readonly string[]): string {
   return subjects.join('\n');
-}
-
-/** Where a request comes from; recorded on the device and session. */
-export interface ClientContext {
-  readonly ip: string | null;
-  readonly userAgent: string | null;
-}
-
-/** The {@link ClientContext} of a request: its client address (`TRUST_PROXY` applied) and `User-Agent`. */
-export function clientContextOf(request: { readonly ip: string | undefined; readonly headers: { readonly 'user-agent'?: string | undefined } }): ClientContext {
-  return { ip: request.ip ?? null, userAgent: request.headers['user-agent'] ?? null };
-}
-
-/** A sign-in or refresh result: what the route answers plus the refresh token for the cookie. */
-export interface IssuedTokens {
-  readonly user?: UserRow;
-  readonly sessionId: string;
-  readonly accessToken: string;
-  readonly refreshToken: string;
-  /** Seconds until the session (and so the refresh token and cookie) expires. */
-  readonly refreshMaxAgeSeconds: number;
 }
 
 /** The caller of a Bearer request, after the session check. */

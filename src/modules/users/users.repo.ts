@@ -1,6 +1,5 @@
 import { AppError } from '../../errors.js';
 import { constraintName, sqlState, UNIQUE_VIOLATION, type Queryable } from '../../db/db.js';
-import { revokeAllSessions } from '../sessions/sessions.repo.js';
 
 /** A `users` row as stored. Wire fields (docs/api.md#operations User) keep their column names. */
 export interface UserRow {
@@ -277,31 +276,19 @@ export function banInForceSql(alias: string, nowSql: string): string {
 }
 
 /**
- * Bans a user (docs/api.md, admin API: "Bans"): sets the ban (a new one replaces the one in force)
- * and revokes every unrevoked session of the user (`revoked_reason = 'banned'`, each with its
- * `session.revoked` event, docs/api.md#event-types). Run it in a
- * transaction ({@link Db.transaction}) with whatever else records the ban: the user row is
- * updated first, so a sign-in that is creating a session (which share-locks the row and refuses
- * a banned user) either commits before the ban, whose revocation then sees its session, or
- * waits and creates nothing.
+ * Sets a ban on a user (docs/api.md, admin API: "Bans"): a new one replaces the one in force. The
+ * first statement of `banUser` (users.service.ts), which then revokes the user's sessions in the
+ * same transaction.
  * @param ban `until`: when it ends (must be after `now`; the caller checks), or null: indefinite.
- * @returns the ban as stored and the number of sessions revoked, or undefined when there is no such user.
+ * @returns the ban as stored, or undefined when there is no such user.
  */
-export async function banUser(
-  q: Queryable,
-  userId: string,
-  ban: { until: Date | null; reason: string | null },
-  now: Date,
-): Promise<{ ban: BanState; sessionsRevoked: number } | undefined> {
+export async function setBan(q: Queryable, userId: string, ban: { until: Date | null; reason: string | null }, now: Date): Promise<BanState | undefined> {
   const { rows } = await q.query<BanState>(
     `UPDATE users SET banned_at = $2, banned_until = $3, ban_reason = $4, updated_at = $2 WHERE id = $1
      RETURNING banned_at, banned_until, ban_reason`,
     [userId, now, ban.until, ban.reason],
   );
-  const stored = rows[0];
-  if (stored === undefined) return undefined;
-  const sessionsRevoked = await revokeAllSessions(q, userId, 'banned', now);
-  return { ban: stored, sessionsRevoked };
+  return rows[0];
 }
 
 /**

@@ -10,7 +10,7 @@ import type { SessionsService } from '../sessions/sessions.service.js';
 import { clearRefreshCookie } from '../sessions/refresh-cookie.js';
 import { ChangePasswordRequestSchema, SetPasswordRequestSchema, SignUpRequestSchema, SignUpResponseSchema, toUser } from './users.schemas.js';
 import type { UsersService } from './users.service.js';
-import { clientContextOf } from '../sessions/sessions.service.js';
+import { clientContextOf } from '../../plugins/client-context.js';
 
 /** POST /sign-up, GET /me, POST /change-password, POST /password (docs/api.md#sign-up, docs/api.md#me, docs/api.md#change-password, docs/api.md#set-a-password). */
 export function usersRoutes(deps: {

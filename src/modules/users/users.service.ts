@@ -1,11 +1,11 @@
 import { randomUUID } from 'node:crypto';
 import type { Clock } from '../../clock.js';
-import type { Db } from '../../db/db.js';
+import type { Db, Queryable } from '../../db/db.js';
 import { AppError } from '../../errors.js';
 import { createAuthMetrics, type AuthMetrics } from '../../metrics.js';
 import { normalizePassword, type PasswordHasher } from '../../crypto/password.js';
 import { queueSecurityNotice, type NoticeClient } from '../mail/notices.js';
-import { revokeAllSessions } from '../sessions/sessions.repo.js';
+import { revokeAllSessions } from '../sessions/sessions.shared.js';
 import type { OneTimeCodes } from '../codes/one-time-codes.service.js';
 import type { VerificationService } from '../verification/verification.service.js';
 import { normalizeEmail, normalizePhone, normalizeUsername } from './identifiers.js';
@@ -14,10 +14,10 @@ import { checkPassword, SERVICE_NAME } from './password-policy.js';
 import type { CurrentPasswordCheck } from './current-password.js';
 import type { Authenticated, SessionsService } from '../sessions/sessions.service.js';
 import type { FastifyBaseLogger } from 'fastify';
-import { findTakenIdentifier, insertUser, replacePasswordHash, setFirstPasswordHash, type UserRow } from './users.repo.js';
+import { findTakenIdentifier, insertUser, replacePasswordHash, setBan, setFirstPasswordHash, type BanState, type UserRow } from './users.repo.js';
 import { securityEvent } from '../audit/security-events.js';
 import { toUser } from './users.schemas.js';
-import { recordEvent } from '../events/events.repo.js';
+import { recordEvent } from '../events/events.shared.js';
 
 /** A sign-up request after schema validation (docs/api.md#operations SignUpRequest). */
 export interface SignUpInput {
@@ -94,6 +94,29 @@ export interface UsersService {
  */
 export function noticeAddress(user: Pick<UserRow, 'email' | 'is_email_verified'>): string | null {
   return user.email !== null && user.is_email_verified ? user.email : null;
+}
+
+/**
+ * Bans a user (docs/api.md, admin API: "Bans"): sets the ban (a new one replaces the one in force)
+ * and revokes every unrevoked session of the user (`revoked_reason = 'banned'`, each with its
+ * `session.revoked` event, docs/api.md#event-types): two statements. Run it in a
+ * transaction ({@link Db.transaction}) with whatever else records the ban: the user row is
+ * updated first, so a sign-in that is creating a session (which share-locks the row and refuses
+ * a banned user) either commits before the ban, whose revocation then sees its session, or
+ * waits and creates nothing.
+ * @param ban `until`: when it ends (must be after `now`; the caller checks), or null: indefinite.
+ * @returns the ban as stored and the number of sessions revoked, or undefined when there is no such user.
+ */
+export async function banUser(
+  q: Queryable,
+  userId: string,
+  ban: { until: Date | null; reason: string | null },
+  now: Date,
+): Promise<{ ban: BanState; sessionsRevoked: number } | undefined> {
+  const stored = await setBan(q, userId, ban, now);
+  if (stored === undefined) return undefined;
+  const sessionsRevoked = await revokeAllSessions(q, userId, 'banned', now);
+  return { ban: stored, sessionsRevoked };
 }
 
 /** Builds the {@link UsersService}: sign-up and password change over the database, hasher and verification service. */

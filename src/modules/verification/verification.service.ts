@@ -6,9 +6,9 @@ import { securityEvent } from '../audit/security-events.js';
 import type { RateLimitRules } from '../rate-limits/rate-limits.rules.js';
 import type { RateLimiter } from '../rate-limits/rate-limits.service.js';
 import { UNKNOWN_CLIENT } from '../rate-limits/client-network.js';
-import { findUserByEmail, findUserById, markEmailVerified, type UserRow } from '../users/users.repo.js';
+import { findUserByEmail, findUserById, markEmailVerified, type UserRow } from '../users/users.shared.js';
 import type { OneTimeCodes } from '../codes/one-time-codes.service.js';
-import { recordEvent } from '../events/events.repo.js';
+import { recordEvent } from '../events/events.shared.js';
 import { toUser } from '../users/users.schemas.js';
 
 export { MAX_CODE_ATTEMPTS } from '../codes/one-time-codes.service.js';

@@ -13,8 +13,7 @@ import {
 import type { Config } from '../../config.js';
 import type { Db } from '../../db/db.js';
 import type { Clock } from '../../clock.js';
-import { CLI_ACTOR } from '../admin/admin-audit.repo.js';
-import { auditedAs } from '../admin/operator-actions.js';
+import { CLI_ACTOR, auditedAs } from '../admin/operator-actions.js';
 import { loadWebhookSecretKey } from '../keys/keys.service.js';
 import type { Delivery, Endpoint } from './webhooks.schemas.js';
 import { createWebhooksService, WebhookRequestError, type ChangeOptions, type WebhookChange, type WebhooksService } from './webhooks.service.js';

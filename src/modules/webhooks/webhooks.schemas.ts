@@ -1,5 +1,5 @@
 import { Type, type Static } from '@sinclair/typebox';
-import { EVENT_TYPES } from '../events/events.repo.js';
+import { EVENT_TYPES } from '../events/events.shared.js';
 import { MAX_ENDPOINT_URL_LENGTH } from './destination.js';
 import type { DeliveryRow, DeliveryStatus, EndpointRow } from './webhooks.repo.js';
 

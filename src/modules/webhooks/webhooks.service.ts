@@ -3,7 +3,7 @@ import type { Clock } from '../../clock.js';
 import type { Db, Queryable } from '../../db/db.js';
 import { decodeCanonicalBase64url } from '../../crypto/secrets.js';
 import { sealSecret } from '../../crypto/sealed-secret.js';
-import { EVENT_TYPES } from '../events/events.repo.js';
+import { EVENT_TYPES } from '../events/events.shared.js';
 import { UUID_PATTERN } from '../tokens/access-token.service.js';
 import { endpointUrlProblem, normalizeEndpointUrl } from './destination.js';
 import { newWebhookSecret } from './webhook-signature.js';

@@ -1,3 +1,34 @@
+/**
+ * Batched purges (docs/operations.md, "Retention"): shared by the retention worker and the
+ * rate-limit windows' purge, so neither module depends on the other.
+ */
+
+/**
+ * Statements per purge and run: at most 100 000 rows of each kind per run, 600 000 an hour per
+ * instance. A larger backlog (the first run on a database that never purged) drains over
+ * several runs instead of in one long burst.
+ */
+export const MAX_BATCHES_PER_RUN = 100;
+/** Pause between two statements of one purge, in milliseconds: requests get the database (PGlite's one connection) in between. */
+export const BATCH_PAUSE_MS = 50;
+
+/**
+ * The batched delete every plain purge runs: up to `$2` rows of `table` for which `ended` (SQL
+ * over the row, compared with the cutoff `$1`) says they ended before the cutoff, the oldest
+ * by `ended` first, `FOR UPDATE SKIP LOCKED`, deleted by their physical address. `ended` and
+ * `where` are SQL text written here, never input: literals stay literals, so the planner can
+ * match them to the partial indexes of migration 003.
+ */
+export function batchedDeleteSql(table: string, options: { ended: string; where?: string }): string {
+  const where = options.where === undefined ? '' : `${options.where} AND `;
+  return `DELETE FROM ${table} WHERE ctid = ANY(ARRAY(
+       SELECT ctid FROM ${table}
+        WHERE ${where}${options.ended} < $1
+        ORDER BY ${options.ended}
+        LIMIT $2
+        FOR UPDATE SKIP LOCKED))`;
+}
+
 /** How a purge is split into bounded statements (docs/operations.md, "Retention"). */
 export interface BatchOptions {
   /** Most rows one statement deletes. */
