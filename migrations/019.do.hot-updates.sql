@@ -32,8 +32,8 @@ DROP INDEX IF EXISTS refresh_tokens_one_live_per_session;
 --    Sealed successors (grace window only) by the time they were sealed, a column of their own
 --    that a rotation under the strict rule (no seal) leaves NULL and so does not change. The
 --    retention worker erases seals whose window has passed; the index holds only the seals of
---    the last window. The constraint is added NOT VALID and validated after, which reads the
---    table without blocking writes.
+--    the last window. An instance of an earlier version seals without `sealed_at`, which the
+--    constraint refuses: every old instance stops before this migration (docs/operations.md).
 ALTER TABLE refresh_tokens ADD COLUMN sealed_at timestamptz;
 UPDATE refresh_tokens SET sealed_at = rotated_at WHERE successor_ciphertext IS NOT NULL;
 ALTER TABLE refresh_tokens ADD CONSTRAINT refresh_tokens_sealed_at_with_seal
