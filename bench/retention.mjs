@@ -104,7 +104,7 @@ async function seed(db, n) {
   );
   // Sealed successors past the window: the backlog of a grace window without erasure.
   await db.query(
-    `UPDATE refresh_tokens SET successor_ciphertext = 'sealed'
+    `UPDATE refresh_tokens SET successor_ciphertext = 'sealed', sealed_at = rotated_at
       WHERE id IN (SELECT id FROM refresh_tokens WHERE rotated_at IS NOT NULL LIMIT $1)`,
     [Math.min(n, SEALED)],
   );

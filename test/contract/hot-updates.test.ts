@@ -65,7 +65,7 @@ describe('hot-path updates are HOT updates (migration 019)', () => {
     expect(fillfactor).toEqual({ refresh_tokens: 80, sessions: 85, users: 85 });
   });
 
-  it('one live token per session still holds: a second first token and a second successor are refused', async () => {
+  it('a family stays a single chain: a second first token and a second successor are refused', async () => {
     const { rows } = await database.db.query<{ id: string }>(
       `WITH u AS (INSERT INTO users (id, username, email, password_hash, created_at, updated_at) VALUES (gen_random_uuid(), 'hot_check', 'hot_check@example.test', 'x', now(), now()) RETURNING id)
        INSERT INTO sessions (id, user_id, created_at, expires_at) SELECT gen_random_uuid(), u.id, now(), now() + interval '1 day' FROM u RETURNING id`,

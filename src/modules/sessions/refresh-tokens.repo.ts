@@ -152,9 +152,11 @@ export interface RotatedRefreshToken {
  * In its common case it runs on its own (autocommit: one round trip, one commit). The guarded
  * UPDATE locks the token's row: parallel rotations of one token serialise on it, and one that
  * waited re-checks "not yet rotated" on the row as committed (READ COMMITTED re-evaluation), so
- * exactly one succeeds and the others get undefined. The session's row is read, and locked only
- * when its use is recorded; a revocation committing meanwhile leaves a family whose every later
- * use checks the session (docs/api.md#bearer-authentication). Locks come in the order of
+ * exactly one succeeds and the others get undefined. The session's row is read; the successor's
+ * foreign key takes a key-share lock on it (at the end of the statement, from PostgreSQL's
+ * referential-integrity trigger), and recording its use takes a row lock (in the `touched` CTE).
+ * A revocation committing meanwhile leaves a family whose every later use checks the session
+ * (docs/api.md#bearer-authentication). Locks come in the order of
  * {@link lockRefreshToken}'s: the token, then its session. The locking transaction runs the same
  * statement when it finds the token live after all.
  *
