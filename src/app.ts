@@ -24,6 +24,8 @@ import { createOutboxWorker, type OutboxWorker } from './modules/mail/outbox.wor
 import { demoRoutes } from './modules/demo/demo.routes.js';
 import { sessionsRoutes } from './modules/sessions/sessions.routes.js';
 import { createSessionsService } from './modules/sessions/sessions.service.js';
+import { signInRoutes } from './modules/sign-in/sign-in.routes.js';
+import { createSignInService } from './modules/sign-in/sign-in.service.js';
 import { createAccessTokenService } from './modules/tokens/access-token.service.js';
 import { usersRoutes } from './modules/users/users.routes.js';
 import { createBreachedPasswordCheck } from './modules/users/breached-passwords.js';
@@ -231,13 +233,10 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   const sessions = createSessionsService({
     db,
     clock,
-    hasher,
     accessTokens,
     sessionTtlSeconds: config.sessionTtlSeconds,
     refreshReuseGraceSeconds: config.refreshReuseGraceSeconds,
     reauthMaxAgeSeconds: config.reauthMaxAgeSeconds,
-    limiter,
-    rules,
     log: app.log,
     metrics,
   });
@@ -260,8 +259,9 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   const serviceDeps = { db, clock, hasher, currentPassword, limiter, rules, log: app.log, metrics, onEmailQueued };
   const passwordReset = createPasswordResetService({ ...serviceDeps, codes, codeTtlSeconds: config.oneTimeCodeTtlSeconds, breachedPasswords });
   app.decorate('passwordReset', passwordReset);
-  const mfa = createMfaService({ ...serviceDeps, sessions, keys: keys.mfa, issuer: config.totpIssuer });
-  const passkeys = createPasskeysService({ ...serviceDeps, sessions, rp: config.webauthn });
+  const mfa = createMfaService({ ...serviceDeps, keys: keys.mfa, issuer: config.totpIssuer });
+  const passkeys = createPasskeysService({ ...serviceDeps, rp: config.webauthn });
+  const signIn = createSignInService({ ...serviceDeps, sessions, mfa, passkeys });
   const emailChange = createEmailChangeService({ ...serviceDeps, codes, codeTtlSeconds: config.oneTimeCodeTtlSeconds });
   const webhookDelivery = createDeliveryWorker({
     db,
@@ -281,6 +281,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     ...serviceDeps,
     providers: oauthProviders,
     sessions,
+    signIn,
     redirectUrls: config.oauth.redirectUrls,
     linkVerifiedEmail: config.oauth.linkVerifiedEmail,
   });
@@ -334,6 +335,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
       await api.register(usersRoutes({ users, sessions, limiter, signUpPerIp: rules.signUpPerIp }));
       await api.register(emailChangeRoutes({ emailChange, sessions }));
       await api.register(accountsRoutes({ accounts, sessions }));
+      await api.register(signInRoutes({ signIn }));
       await api.register(sessionsRoutes({ sessions }));
       await api.register(verificationRoutes({ verification }));
       await api.register(passwordResetRoutes({ passwordReset }));

@@ -8,7 +8,7 @@ import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { assuranceLevel, createVerifier, type Verifier } from '../../packages/verify/src/index.js';
 import { PASSKEY_AMR } from '../../src/modules/passkeys/passkeys.service.js';
-import { PASSWORD_AMR } from '../../src/modules/sessions/sessions.service.js';
+import { PASSWORD_AMR } from '../../src/modules/sign-in/sign-in.service.js';
 import { createTestContext, type TestContext } from '../helpers/context.js';
 import { createVerifiedUser, signIn } from '../helpers/flows.js';
 import { codeNow, enrolled, passwordStep, secondStep } from '../helpers/mfa.js';

@@ -9,19 +9,6 @@ export interface TotpRow {
   enabled_at: Date | null;
 }
 
-/** A sign-in challenge (the `mfa_challenge` cookie's row), locked. */
-export interface ChallengeRow {
-  id: string;
-  user_id: string;
-  /** The `password_version` whose hash the password step checked (or that the user had at a provider's sign-in). */
-  password_version: number;
-  /** The `amr` of the first step (RFC 8176): `["pwd"]`, or `["oauth"]`; the session adds `otp`. */
-  amr: string[];
-  attempts: number;
-  expires_at: Date;
-  consumed_at: Date | null;
-}
-
 /** The user's TOTP authenticator, or undefined when it has none. `lock`: `FOR UPDATE` until the transaction ends. */
 export async function findTotp(q: Queryable, userId: string, options: { lock?: boolean } = {}): Promise<TotpRow | undefined> {
   const { rows } = await q.query<TotpRow>(
@@ -92,36 +79,4 @@ export async function useRecoveryCode(q: Queryable, c: { userId: string; hash: s
     [c.userId, c.hash, c.now],
   );
   return rowCount === 1;
-}
-
-/** Stores a sign-in challenge by the SHA-256 of its cookie value, with the `amr` of its first step. */
-export async function insertChallenge(
-  q: Queryable,
-  c: { id: string; tokenHash: string; userId: string; passwordVersion: number; passwordHash: string | null; amr: readonly string[]; now: Date; expiresAt: Date },
-): Promise<void> {
-  // The hash is still stored for an instance of the previous version (migration 011), which compares it.
-  await q.query(
-    `INSERT INTO mfa_challenges (id, token_hash, user_id, password_version, password_hash, amr, created_at, expires_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
-    [c.id, c.tokenHash, c.userId, c.passwordVersion, c.passwordHash, [...c.amr], c.now, c.expiresAt],
-  );
-}
-
-/** The challenge with this cookie hash, locked `FOR UPDATE` (its tries serialise); undefined when there is none. */
-export async function lockChallenge(q: Queryable, tokenHash: string): Promise<ChallengeRow | undefined> {
-  const { rows } = await q.query<ChallengeRow>(
-    'SELECT id, user_id, password_version, amr, attempts, expires_at, consumed_at FROM mfa_challenges WHERE token_hash = $1 FOR UPDATE',
-    [tokenHash],
-  );
-  return rows[0];
-}
-
-/** Counts a wrong code against a challenge. @returns the attempts so far. */
-export async function recordChallengeFailure(q: Queryable, id: string): Promise<number> {
-  const { rows } = await q.query<{ attempts: number }>('UPDATE mfa_challenges SET attempts = attempts + 1 WHERE id = $1 RETURNING attempts', [id]);
-  return rows[0]?.attempts ?? Number.MAX_SAFE_INTEGER;
-}
-
-/** Marks a challenge used. */
-export async function consumeChallenge(q: Queryable, id: string, now: Date): Promise<void> {
-  await q.query('UPDATE mfa_challenges SET consumed_at = $2 WHERE id = $1', [id, now]);
 }

@@ -3,7 +3,6 @@ import { Type } from '@sinclair/typebox';
 import { errorResponses } from '../../errors.js';
 import { bearerAuth, callerOf } from '../../plugins/authenticate.js';
 import { TAGS } from '../../plugins/openapi.js';
-import { clearMfaChallengeCookie, MFA_CHALLENGE_COOKIE, setRefreshCookie } from '../sessions/refresh-cookie.js';
 import { SignInResponseSchema } from '../sessions/sessions.schemas.js';
 import { clientContextOf } from '../../plugins/client-context.js';
 import type { SessionsService } from '../sessions/sessions.service.js';
@@ -27,29 +26,6 @@ export function mfaRoutes(deps: { mfa: MfaService; sessions: SessionsService }):
   const bearer = bearerAuth(sessions);
   const common = { config: { validationError: 'auth.mfa.validation_failed' as const } };
   return async (app) => {
-    app.post(
-      '/sign-in/mfa',
-      {
-        ...common,
-        schema: {
-          summary: 'Complete a sign-in with a TOTP code or a recovery code; sets the refresh cookie',
-          operationId: 'signInMfa',
-          tags: [TAGS.signIn.name],
-          security: [{ mfaChallengeCookie: [] }],
-          body: SignInMfaRequestSchema,
-          response: { 200: SignInResponseSchema, ...errorResponses(400, 401, 403, 413, 429) },
-        },
-      },
-      async (request, reply) => {
-        const body = request.body;
-        const factor = 'code' in body ? { code: body.code } : { recoveryCode: body.recovery_code };
-        const issued = await mfa.completeSignIn(request.cookies[MFA_CHALLENGE_COOKIE], factor, clientContextOf(request));
-        clearMfaChallengeCookie(reply);
-        setRefreshCookie(reply, issued.refreshToken, issued.refreshMaxAgeSeconds);
-        return { user: toUser(issued.user), session_id: issued.sessionId, tokens: { access_token: issued.accessToken } };
-      },
-    );
-
     app.post(
       '/mfa/totp/setup',
       {

@@ -1,28 +1,20 @@
 import type { FastifyBaseLogger } from 'fastify';
 import type { Clock } from '../../clock.js';
 import type { Db, Queryable } from '../../db/db.js';
-import { sha256 } from '../../crypto/secrets.js';
 import { AppError } from '../../errors.js';
-import type { AuthMetrics } from '../../metrics.js';
 import { securityEvent } from '../audit/security-events.js';
 import { queueSecurityNotice, type NoticeClient, type SecurityNoticeKind } from '../mail/notices.js';
-import { UNKNOWN_CLIENT } from '../rate-limits/client-network.js';
 import { MFA_FAILURE_NOTICE_THRESHOLD, type RateLimitRules } from '../rate-limits/rate-limits.rules.js';
 import type { RateLimiter } from '../rate-limits/rate-limits.service.js';
-import type { ClientContext } from '../../plugins/client-context.js';
-import type { Authenticated, IssuedTokens, SessionsService } from '../sessions/sessions.service.js';
+import type { Authenticated } from '../sessions/sessions.service.js';
 import { findUserById, type UserRow } from '../users/users.shared.js';
 import { noticeAddress } from '../users/users.service.js';
 import type { CurrentPasswordCheck } from '../users/current-password.js';
 import {
   acceptTotpStep,
-  consumeChallenge,
   deleteTotp,
   enableTotp,
   findTotp,
-  lockChallenge,
-  type ChallengeRow,
-  recordChallengeFailure,
   replaceRecoveryCodes,
   storePendingTotp,
   useRecoveryCode,
@@ -31,26 +23,19 @@ import { matchTotp, newRecoveryCodes, newTotpSecret, otpauthUri, recoveryCodeHas
 import { openSecret, sealSecret } from '../../crypto/sealed-secret.js';
 import { recordEvent } from '../events/events.shared.js';
 
-/** Wrong codes after which a sign-in challenge is dead (docs/api.md#sign-in-second-step). */
-export const MAX_CHALLENGE_ATTEMPTS = 5;
-/** What the second step adds to the first step's `amr` (RFC 8176): a one-time code (TOTP or recovery code). */
-export const OTP_AMR = 'otp';
-
 /** Dependencies of {@link createMfaService}. */
 export interface MfaDeps {
   readonly db: Db;
   readonly clock: Clock;
   /** The check of the current password (setup, disable, regeneration), whose budget these share with the other operations that ask for it. */
   readonly currentPassword: CurrentPasswordCheck;
-  readonly sessions: Pick<SessionsService, 'startSession'>;
   /** AES-256-GCM key of TOTP secrets and HMAC key of recovery codes (KeyStore.mfa). */
   readonly keys: { readonly totpSecretKey: Buffer; readonly recoveryCodeKey: Buffer };
   /** TOTP_ISSUER. */
   readonly issuer: string;
   readonly limiter: RateLimiter;
-  readonly rules: Pick<RateLimitRules, 'mfaManagePerUser' | 'mfaSignInPerAccount' | 'mfaSignInPerIp' | 'mfaFailureNoticePerAccount'>;
+  readonly rules: Pick<RateLimitRules, 'mfaManagePerUser' | 'mfaSignInPerAccount' | 'mfaFailureNoticePerAccount'>;
   readonly log: FastifyBaseLogger;
-  readonly metrics: Pick<AuthMetrics, 'mfaSignIn'>;
   readonly onEmailQueued: () => void;
 }
 
@@ -58,8 +43,9 @@ export interface MfaDeps {
 export type SecondFactor = { readonly code: string } | { readonly recoveryCode: string };
 
 /**
- * The second factor: TOTP (RFC 6238) with recovery codes (docs/api.md#second-factor), and the
- * second step of a sign-in (docs/api.md#sign-in-second-step). OWASP ASVS 5.0 V6.5 and V6.6;
+ * The second factor: TOTP (RFC 6238) with recovery codes (docs/api.md#second-factor): enrolment,
+ * management, and the check of a code that the second step of a sign-in
+ * (docs/api.md#sign-in-second-step, sign-in.service.ts) asks for. OWASP ASVS 5.0 V6.5 and V6.6;
  * NIST SP 800-63B-4 §3.1.4 (single-factor OTP) and §3.2.2 (rate limiting).
  */
 export interface MfaService {
@@ -97,23 +83,27 @@ export interface MfaService {
    */
   regenerateRecoveryCodes(caller: Authenticated, input: { password?: string | undefined; code: string }, client: NoticeClient): Promise<string[]>;
   /**
-   * The second step of a sign-in: the challenge of the `mfa_challenge` cookie (locked; dead
-   * after 5 wrong codes or 300 s) and a TOTP code (a time step accepted once, never again) or an
-   * unused recovery code. Wrong codes count per challenge, per account and per client network;
-   * the {@link MFA_FAILURE_NOTICE_THRESHOLD}th wrong code of an account within its hour window
-   * queues an `mfa_codes_failing` notice to its owner, at most once a day.
-   * On success the challenge is used and a session is created with the first step's `amr` and
-   * `otp` (`["pwd","otp"]`, `["oauth","otp"]`), exactly as a password sign-in creates one.
-   * @returns the user and the session's tokens.
-   * @throws AppError `auth.mfa.missing_challenge`, `auth.mfa.challenge_expired`,
-   *   `auth.mfa.invalid_code` (401), `auth.mfa.too_many_attempts` (429, Retry-After).
+   * Checks a second factor of `userId` at the second step of a sign-in (sign-in.service.ts),
+   * inside the caller's transaction `tx`, and uses it up: a TOTP code's time step is accepted
+   * once, never again; a recovery code is marked used. The authenticator must be enabled.
+   * @returns which factor it was, or undefined for a wrong, replayed or used one, or when the
+   *   user has no second factor on.
    */
-  completeSignIn(challenge: string | undefined, factor: SecondFactor, client: ClientContext): Promise<IssuedTokens & { user: UserRow }>;
+  verifySignInCode(tx: Queryable, userId: string, factor: SecondFactor): Promise<'totp' | 'recovery_code' | undefined>;
+  /**
+   * After a wrong second-factor code of `userId`, given the `failures` its account has in the
+   * current window of the second-factor limit (this one included): from the
+   * {@link MFA_FAILURE_NOTICE_THRESHOLD}th on, the owner is told that someone who has the
+   * password is trying codes, once a day at most (`mfaFailureNoticePerAccount`). Never throws: a
+   * notice that cannot be queued is logged. NIST SP 800-63B-4 §3.2.2 (rate limiting), OWASP ASVS
+   * 5.0 V6.3.5 (the user is told of suspicious authentication attempts).
+   */
+  reportWrongCode(userId: string, failures: number | undefined, client: NoticeClient): Promise<void>;
 }
 
 /** Builds the {@link MfaService}. */
 export function createMfaService(deps: MfaDeps): MfaService {
-  const { db, clock, currentPassword, sessions, keys, issuer, limiter, rules, log, metrics, onEmailQueued } = deps;
+  const { db, clock, currentPassword, keys, issuer, limiter, rules, log, onEmailQueued } = deps;
 
   const tooMany = (retryAfterSeconds: number): AppError =>
     new AppError('auth.mfa.too_many_attempts', { headers: { 'retry-after': String(retryAfterSeconds) } });
@@ -124,14 +114,7 @@ export function createMfaService(deps: MfaDeps): MfaService {
     if (!verdict.allowed) throw tooMany(verdict.retryAfterSeconds);
   };
 
-  /**
-   * After a wrong second-factor code of `userId`, the `failures` its account has in the current
-   * window of `mfaSignInPerAccount` (this one included): from the
-   * {@link MFA_FAILURE_NOTICE_THRESHOLD}th on, the owner is told that someone who has the
-   * password is trying codes, once a day at most (`mfaFailureNoticePerAccount`). NIST SP
-   * 800-63B-4 §3.2.2 (rate limiting), OWASP ASVS 5.0 V6.3.5 (the user is told of suspicious
-   * authentication attempts).
-   */
+  /** {@link MfaService.reportWrongCode}. */
   const afterWrongCode = async (userId: string, failures: number | undefined, client: NoticeClient): Promise<void> => {
     // A limit below the threshold refuses before the threshold is reached: the notice goes at the limit then.
     const threshold = Math.min(MFA_FAILURE_NOTICE_THRESHOLD, rules.mfaSignInPerAccount.limit);
@@ -288,57 +271,11 @@ export function createMfaService(deps: MfaDeps): MfaService {
       return codes;
     },
 
-    async completeSignIn(challenge, factor, client) {
-      if (challenge === undefined || challenge === '') {
-        metrics.mfaSignIn('challenge_expired');
-        throw new AppError('auth.mfa.missing_challenge');
-      }
-      const ip = client.ip ?? UNKNOWN_CLIENT;
-      const tokenHash = sha256(challenge);
-      const isLive = (row: ChallengeRow | undefined, now: Date): row is ChallengeRow =>
-        row !== undefined && row.consumed_at === null && row.expires_at > now && row.attempts < MAX_CHALLENGE_ATTEMPTS;
-      const expired = (): AppError => {
-        metrics.mfaSignIn('challenge_expired');
-        return new AppError('auth.mfa.challenge_expired');
-      };
-      const seen = await lockChallenge(db, tokenHash);
-      if (!isLive(seen, clock.now())) throw expired();
-      // Every try counts per client network and per account before the code is checked; a success takes both back.
-      const { verdict, batchHits } = await limiter.hitAll({ first: { rule: rules.mfaSignInPerIp, subject: ip }, rule: rules.mfaSignInPerAccount, subjects: [seen.user_id] });
-      if (!verdict.allowed) {
-        metrics.mfaSignIn('locked');
-        securityEvent(log, 'mfa.rate_limited', { userId: seen.user_id, ip: client.ip });
-        throw tooMany(verdict.retryAfterSeconds);
-      }
-      const now = clock.now();
-      const outcome = await db.transaction(async (tx): Promise<'expired' | 'invalid_code' | { passwordVersion: number; amr: string[]; used: 'totp' | 'recovery_code' }> => {
-        const row = await lockChallenge(tx, tokenHash);
-        if (!isLive(row, now)) return 'expired';
-        const totp = await findTotp(tx, row.user_id);
-        const used = totp?.enabled_at == null ? undefined : await useSecondFactor(tx, { userId: row.user_id, sealedSecret: totp.secret, factor, enabled: true });
-        if (used === undefined) {
-          // The counted try commits with this transaction.
-          await recordChallengeFailure(tx, row.id);
-          return 'invalid_code';
-        }
-        await consumeChallenge(tx, row.id, now);
-        return { passwordVersion: row.password_version, amr: row.amr, used };
-      });
-      if (outcome === 'expired') throw expired();
-      if (outcome === 'invalid_code') {
-        metrics.mfaSignIn('invalid_code');
-        securityEvent(log, 'mfa.failed', { userId: seen.user_id, ip: client.ip, reason: 'invalid_code' });
-        await afterWrongCode(seen.user_id, batchHits[0], client);
-        throw new AppError('auth.mfa.invalid_code');
-      }
-      await limiter.forgive(rules.mfaSignInPerIp, ip);
-      await limiter.forgive(rules.mfaSignInPerAccount, seen.user_id);
-      const user = await findUserById(db, seen.user_id);
-      // The session is created only while the password the first step checked is still the user's.
-      const issued = user === undefined ? undefined : await sessions.startSession(user, { checkedPasswordVersion: outcome.passwordVersion, amr: [...outcome.amr, OTP_AMR], client });
-      if (user === undefined || issued === undefined) throw expired();
-      metrics.mfaSignIn(outcome.used);
-      return { ...issued, user };
+    reportWrongCode: afterWrongCode,
+
+    async verifySignInCode(tx, userId, factor) {
+      const totp = await findTotp(tx, userId);
+      return totp?.enabled_at == null ? undefined : useSecondFactor(tx, { userId, sealedSecret: totp.secret, factor, enabled: true });
     },
   };
 }

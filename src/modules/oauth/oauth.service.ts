@@ -12,6 +12,7 @@ import type { RateLimiter } from '../rate-limits/rate-limits.service.js';
 import { findActiveSessionWithUser } from '../sessions/sessions.shared.js';
 import type { ClientContext } from '../../plugins/client-context.js';
 import type { Authenticated, IssuedTokens, SessionsService } from '../sessions/sessions.service.js';
+import type { SignInService } from '../sign-in/sign-in.service.js';
 import { findSignInUser, findUserByEmail, insertUser, lockUserRow, type UserRow } from '../users/users.shared.js';
 import { noticeAddress } from '../users/users.service.js';
 import { findIdentity, linkIdentity, recordIdentitySignIn, type IdentityRow } from './identities.repo.js';
@@ -60,7 +61,9 @@ export interface OAuthDeps {
   readonly db: Db;
   readonly clock: Clock;
   readonly providers: OAuthProviders;
-  readonly sessions: Pick<SessionsService, 'finishSignIn' | 'requireRecentSignIn'>;
+  readonly sessions: Pick<SessionsService, 'requireRecentSignIn'>;
+  /** The end of every sign-in (ban, verified email, second factor, session). */
+  readonly signIn: Pick<SignInService, 'finishSignIn'>;
   readonly limiter: RateLimiter;
   readonly rules: Pick<RateLimitRules, 'oauthFlowsPerIp'>;
   readonly log: FastifyBaseLogger;
@@ -124,7 +127,7 @@ function describeFailure(err: unknown): Record<string, unknown> {
 
 /** Builds the {@link OAuthService}. */
 export function createOAuthService(deps: OAuthDeps): OAuthService {
-  const { db, clock, providers, sessions, limiter, rules, log, redirectUrls, linkVerifiedEmail, onEmailQueued } = deps;
+  const { db, clock, providers, sessions, signIn: signInService, limiter, rules, log, redirectUrls, linkVerifiedEmail, onEmailQueued } = deps;
 
   const providerOf = (id: string): OAuthProviderSettings => {
     const p = providers.get(id);
@@ -227,7 +230,7 @@ export function createOAuthService(deps: OAuthDeps): OAuthService {
   /**
    * Sign-in mode (docs/api.md#sign-in-mode): the identity's user, else a refusal for an
    * unverified email or an existing account (or a link to it when allowed), else a new user;
-   * then the rules of every sign-in (SessionsService.finishSignIn) with `amr` `["oauth"]`.
+   * then the rules of every sign-in (SignInService.finishSignIn) with `amr` `["oauth"]`.
    */
   const signIn = async (p: OAuthProviderSettings, profile: ProviderProfile, flow: ConsumedFlow, client: ClientContext): Promise<CallbackOutcome> => {
     let userId: string | undefined;
@@ -254,7 +257,7 @@ export function createOAuthService(deps: OAuthDeps): OAuthService {
     for (let pass = 0; pass < MAX_SIGN_IN_PASSES; pass++) {
       const user = await findSignInUser(db, userId);
       if (user === undefined) throw new CallbackRefusal('auth.oauth.identity_taken');
-      const result = await sessions.finishSignIn(user, { amr: OAUTH_AMR, client });
+      const result = await signInService.finishSignIn(user, { amr: OAUTH_AMR, client, method: 'identity_provider' });
       // undefined: a password was set between the read and the session; read the user again.
       if (result === undefined) continue;
       if (identityId !== undefined) await recordIdentitySignIn(db, identityId, { email: profile.email, now: clock.now() });

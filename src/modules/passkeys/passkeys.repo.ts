@@ -1,5 +1,6 @@
 import type { Queryable } from '../../db/db.js';
-import { USER_COLUMNS, type UserRow } from '../users/users.shared.js';
+import type { SqlParams } from '../../db/sql-params.js';
+import { SIGN_IN_USER_COLUMNS, type SignInUser } from '../users/users.shared.js';
 
 /** A passkey as stored (migration 009). */
 export interface PasskeyRow {
@@ -81,24 +82,21 @@ export async function findPasskey(q: Queryable, id: string): Promise<PasskeyRow 
   return rows[0];
 }
 
-/** The owner's {@link UserRow} columns, qualified (the join has two `id` columns). */
-const OWNER_COLUMNS = USER_COLUMNS.split(', ').map((c) => `users.${c}`).join(', ');
-
 /**
- * The SELECT of a passkey by credential id with its owner and the owner's WebAuthn user handle,
- * for RateLimiter.withAccountWindow and hitAll: the credential id is parameter `$firstParam`.
+ * The SELECT of a passkey by credential id with its owner as a sign-in checks it (SignInUser) and
+ * the owner's WebAuthn user handle, its parameter added to `p`, for a statement that runs it
+ * along with other work: a passkey sign-in counts its attempt and finds the credential in one
+ * round trip (sign-in.repo.ts).
  */
-export function passkeyWithOwnerQuery(firstParam: number, credentialId: string): { sql: string; params: unknown[] } {
-  return {
-    sql: `SELECT ${OWNER_COLUMNS}, users.webauthn_user_handle,
+export function passkeyWithOwnerSql(p: SqlParams, credentialId: string): string {
+  const $credentialId = p.add(credentialId);
+  return `SELECT ${SIGN_IN_USER_COLUMNS}, users.webauthn_user_handle,
                  p.id AS passkey_id, p.credential_id, p.public_key, p.counter::float8 AS counter, p.transports
-            FROM passkeys p JOIN users ON users.id = p.user_id WHERE p.credential_id = $${firstParam}`,
-    params: [credentialId],
-  };
+            FROM passkeys p JOIN users ON users.id = p.user_id WHERE p.credential_id = ${$credentialId}`;
 }
 
-/** A row of {@link passkeyWithOwnerQuery}: the owner and the credential. */
-export type PasskeyWithOwner = UserRow & {
+/** A row of {@link passkeyWithOwnerSql}: the owner and the credential. */
+export type PasskeyWithOwner = SignInUser & {
   webauthn_user_handle: Uint8Array | null;
   passkey_id: string;
   credential_id: string;

@@ -3,7 +3,6 @@ import { Type } from '@sinclair/typebox';
 import { errorResponses } from '../../errors.js';
 import { bearerAuth, callerOf } from '../../plugins/authenticate.js';
 import { TAGS } from '../../plugins/openapi.js';
-import { clearWebauthnChallengeCookie, setRefreshCookie, setWebauthnChallengeCookie, WEBAUTHN_CHALLENGE_COOKIE } from '../sessions/refresh-cookie.js';
 import { SignInResponseSchema } from '../sessions/sessions.schemas.js';
 import { clientContextOf } from '../../plugins/client-context.js';
 import type { SessionsService } from '../sessions/sessions.service.js';
@@ -122,45 +121,5 @@ export function passkeysRoutes(deps: { passkeys: PasskeysService; sessions: Sess
       },
     );
 
-    app.post(
-      '/sign-in/passkey/options',
-      {
-        ...common,
-        schema: {
-          summary: 'Options for navigator.credentials.get() (discoverable credential); sets the webauthn_challenge cookie',
-          operationId: 'passkeySignInOptions',
-          tags: [TAGS.signIn.name],
-          response: { 200: RequestOptionsSchema, ...errorResponses(429) },
-        },
-      },
-      async (request, reply) => {
-        const { options, cookie, maxAgeSeconds } = await passkeys.signInOptions(clientContextOf(request));
-        setWebauthnChallengeCookie(reply, cookie, maxAgeSeconds);
-        return options;
-      },
-    );
-
-    app.post(
-      '/sign-in/passkey',
-      {
-        ...common,
-        schema: {
-          summary: 'Sign in with the response of navigator.credentials.get(); sets the refresh cookie',
-          operationId: 'signInWithPasskey',
-          tags: [TAGS.signIn.name],
-          security: [{ webauthnChallengeCookie: [] }],
-          body: PasskeySignInRequestSchema,
-          response: { 200: SignInResponseSchema, ...errorResponses(400, 401, 403, 413, 429) },
-        },
-      },
-      async (request, reply) => {
-        const cookie = request.cookies[WEBAUTHN_CHALLENGE_COOKIE];
-        // The challenge is used up by any try: the cookie is cleared whatever the outcome.
-        clearWebauthnChallengeCookie(reply);
-        const issued = await passkeys.signIn(cookie, request.body.response, clientContextOf(request));
-        setRefreshCookie(reply, issued.refreshToken, issued.refreshMaxAgeSeconds);
-        return { user: toUser(issued.user), session_id: issued.sessionId, tokens: { access_token: issued.accessToken } };
-      },
-    );
   };
 }

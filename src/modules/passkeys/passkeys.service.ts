@@ -17,13 +17,10 @@ import { clientDataOf, originRefusal } from './passkey-origin.js';
 import type { AuthMetrics } from '../../metrics.js';
 import { securityEvent } from '../audit/security-events.js';
 import { queueSecurityNotice, type NoticeClient, type SecurityNoticeKind } from '../mail/notices.js';
-import { UNKNOWN_CLIENT } from '../rate-limits/client-network.js';
-import { HIT_WINDOWS_PARAMS } from '../rate-limits/rate-limits.shared.js';
 import { MAX_CREDENTIAL_ID_BYTES } from './passkeys.schemas.js';
 import type { RateLimitRules } from '../rate-limits/rate-limits.rules.js';
-import type { AccountWindow, RateLimiter } from '../rate-limits/rate-limits.service.js';
+import type { RateLimiter } from '../rate-limits/rate-limits.service.js';
 import type { ClientContext } from '../../plugins/client-context.js';
-import type { IssuedTokens, SessionsService } from '../sessions/sessions.service.js';
 import { UUID_PATTERN } from '../tokens/access-token.service.js';
 import { lockUser, type UserRow } from '../users/users.shared.js';
 import { noticeAddress } from '../users/users.service.js';
@@ -35,7 +32,6 @@ import {
   insertRegistrationChallenge,
   insertWebauthnChallenge,
   listPasskeys,
-  passkeyWithOwnerQuery,
   recordPasskeyUse,
   renamePasskey,
   takeAuthenticationChallenge,
@@ -44,6 +40,7 @@ import {
   type PasskeyRow,
   type PasskeyWithOwner,
 } from './passkeys.repo.js';
+export type { PasskeyWithOwner } from './passkeys.repo.js';
 import { passkeyNoticeLine } from './passkey-notices.js';
 import { recordEvent } from '../events/events.shared.js';
 import type { CreationOptions, RequestOptions } from './passkeys.schemas.js';
@@ -75,17 +72,17 @@ export interface PasskeysDeps {
   readonly clock: Clock;
   /** WEBAUTHN_RP_ID, WEBAUTHN_RP_NAME, WEBAUTHN_ORIGINS. */
   readonly rp: WebauthnSettings;
-  readonly sessions: Pick<SessionsService, 'startSession'>;
   readonly limiter: RateLimiter;
-  readonly rules: Pick<RateLimitRules, 'signInPerIp' | 'signInPerAccount' | 'passkeyOptionsPerIp' | 'passkeyRegistrationPerUser'>;
+  readonly rules: Pick<RateLimitRules, 'passkeyRegistrationPerUser'>;
   readonly log: FastifyBaseLogger;
-  readonly metrics: Pick<AuthMetrics, 'passkeySignIn' | 'passkeyChange' | 'signIn'>;
+  readonly metrics: Pick<AuthMetrics, 'passkeySignIn' | 'passkeyChange'>;
   readonly onEmailQueued: () => void;
 }
 
 /**
  * Passkeys (docs/api.md#passkeys): WebAuthn Level 3 registration for a signed-in user, listing,
- * renaming and deletion, and sign-in with a discoverable credential and user verification.
+ * renaming and deletion, and the checks of a sign-in with a discoverable credential and user
+ * verification that the sign-in module (sign-in.service.ts) runs.
  * OWASP ASVS 5.0 V6.5 (multi-factor), V6.7 (cryptographic authenticators); NIST SP 800-63B-4 §3.1.7.
  */
 export interface PasskeysService {
@@ -124,33 +121,41 @@ export interface PasskeysService {
   /**
    * The options of `navigator.credentials.get()` for a discoverable credential (no
    * `allowCredentials`), user verification required, and the value of the `webauthn_challenge`
-   * cookie that binds the stored challenge (its SHA-256 is stored) to this browser. Every call
-   * counts against the client's options limit (each stores a challenge).
-   * @throws AppError `auth.sign_in.too_many_attempts` (429, Retry-After).
+   * cookie that binds the stored challenge (its SHA-256 is stored) to this browser. The sign-in
+   * module counts the call against the client's options limit first (each stores a challenge).
    */
-  signInOptions(client: Pick<ClientContext, 'ip'>): Promise<{ options: RequestOptions; cookie: string; maxAgeSeconds: number }>;
+  authenticationOptions(): Promise<{ options: RequestOptions; cookie: string; maxAgeSeconds: number }>;
   /**
-   * Signs in with a passkey (docs/api.md#sign-in-with-a-passkey), under the rules of a password
-   * sign-in: the attempt counts against the client's sign-in limit (taken back on success, by
-   * the session's statement), in the statement that finds the credential and its owner; the
-   * cookie's challenge is used up; the assertion must verify against the stored public key with
-   * user verification, name the credential owner's user handle, and raise the signature counter
-   * (one guarded UPDATE, which also sets `last_used_at`); an unverified email is refused after
-   * the assertion verified, and so is an account over its failed sign-ins; no second factor is
-   * asked. The session has `amr` `["hwk","user"]`.
-   * @throws AppError `auth.passkeys.missing_challenge`, `auth.passkeys.invalid_response` (401),
-   *   `auth.email_not_verified` (403), `auth.sign_in.too_many_attempts` (429, Retry-After).
+   * The check of a passkey sign-in's assertion (W3C WebAuthn Level 3 §7.2), for the sign-in
+   * module: takes the challenge of the `webauthn_challenge` cookie (used up by any try), then
+   * requires the credential `owner` (found by the sign-in's statement; undefined when unknown),
+   * its user handle, an allowed origin, and a signature with user verification.
+   * @returns the authenticator's new signature counter and backup state, for {@link recordAuthentication}.
+   * @throws AppError `auth.passkeys.invalid_response` (401), logged as `passkey.sign_in_failed`.
    */
-  signIn(cookie: string | undefined, response: AuthenticationResponseJSON, client: ClientContext): Promise<IssuedTokens & { user: UserRow }>;
+  verifyAuthentication(cookie: string, response: AuthenticationResponseJSON, owner: PasskeyWithOwner | undefined, client: ClientContext): Promise<PasskeyAssertion>;
+  /**
+   * Records a verified assertion on its passkey: the counter must go up (or stay 0 for an
+   * authenticator that keeps none), atomically, so a cloned authenticator or an assertion used
+   * twice is refused.
+   * @throws AppError `auth.passkeys.invalid_response` (401).
+   */
+  recordAuthentication(owner: PasskeyWithOwner, assertion: PasskeyAssertion, client: ClientContext): Promise<void>;
 }
 
 /** A blank name is no name. */
+/** What a verified assertion tells of its authenticator ({@link PasskeysService.verifyAuthentication}). */
+export interface PasskeyAssertion {
+  readonly newCounter: number;
+  readonly backedUp: boolean;
+}
+
 const nameOrNull = (name: string | null | undefined): string | null => (name === undefined || name === null || name.trim() === '' ? null : name.trim());
 
 
 /** Builds the {@link PasskeysService}. */
 export function createPasskeysService(deps: PasskeysDeps): PasskeysService {
-  const { db, clock, rp, sessions, limiter, rules, log, metrics, onEmailQueued } = deps;
+  const { db, clock, rp, limiter, rules, log, metrics, onEmailQueued } = deps;
   const expiresAt = (now: Date): Date => new Date(now.getTime() + WEBAUTHN_CHALLENGE_TTL_SECONDS * 1000);
 
   const notice = async (tx: Queryable, user: UserRow, kind: SecurityNoticeKind, client: NoticeClient, details: string[]): Promise<boolean> => {
@@ -330,12 +335,7 @@ export function createPasskeysService(deps: PasskeysDeps): PasskeysService {
       securityEvent(log, 'passkey.deleted', { userId: user.id, ip: client.ip });
     },
 
-    async signInOptions(client) {
-      const verdict = await limiter.hit(rules.passkeyOptionsPerIp, client.ip ?? UNKNOWN_CLIENT);
-      if (!verdict.allowed) {
-        metrics.passkeySignIn('locked');
-        throw new AppError('auth.sign_in.too_many_attempts', { headers: { 'retry-after': String(verdict.retryAfterSeconds) } });
-      }
+    async authenticationOptions() {
       const options = await generateAuthenticationOptions({ rpID: rp.rpId, userVerification: 'required', timeout: WEBAUTHN_CHALLENGE_TTL_SECONDS * 1000 });
       const cookie = newRefreshToken();
       const now = clock.now();
@@ -351,29 +351,10 @@ export function createPasskeysService(deps: PasskeysDeps): PasskeysService {
       return { options: options as RequestOptions, cookie, maxAgeSeconds: WEBAUTHN_CHALLENGE_TTL_SECONDS };
     },
 
-    async signIn(cookie, response, client) {
-      if (cookie === undefined || cookie === '') {
-        metrics.passkeySignIn('missing_challenge');
-        throw new AppError('auth.passkeys.missing_challenge');
-      }
-      // One statement counts the try against the client's sign-in limit, as a password sign-in
-      // does, and finds the credential with its owner and the account's failed sign-ins; the
-      // session's statement takes the count back on success (docs/performance.md).
-      const { verdict, rows, keys } = await limiter.hitAll<PasskeyWithOwner & AccountWindow>(
-        { first: { rule: rules.signInPerIp, subject: client.ip ?? UNKNOWN_CLIENT }, rule: rules.signInPerIp, subjects: [] },
-        limiter.withAccountWindow(rules.signInPerAccount, passkeyWithOwnerQuery(HIT_WINDOWS_PARAMS + 1, response.id), HIT_WINDOWS_PARAMS + 1),
-      );
-      const tooMany = (retryAfterSeconds: number, userId?: string): AppError => {
-        metrics.passkeySignIn('locked');
-        metrics.signIn('locked');
-        securityEvent(log, 'sign_in.locked', { ip: client.ip, userId, reason: userId === undefined ? undefined : 'account' });
-        return new AppError('auth.sign_in.too_many_attempts', { headers: { 'retry-after': String(retryAfterSeconds) } });
-      };
-      if (!verdict.allowed) throw tooMany(verdict.retryAfterSeconds);
-
+    async verifyAuthentication(cookie, response, owner, client) {
+      // The challenge is used up by any try, whatever comes next.
       const challenge = await takeAuthenticationChallenge(db, { tokenHash: sha256(cookie), now: clock.now() });
       if (challenge === undefined) throw refused('challenge_unknown_used_or_expired', client);
-      const owner = rows[0];
       if (owner === undefined) throw refused('unknown_credential', client);
       // The user handle the authenticator returns must be the owner's (W3C WebAuthn Level 3 §7.2 step 6).
       if (owner.webauthn_user_handle === null || response.response.userHandle !== Buffer.from(owner.webauthn_user_handle).toString('base64url')) {
@@ -383,30 +364,14 @@ export function createPasskeysService(deps: PasskeysDeps): PasskeysService {
       if (wrongOrigin !== undefined) throw refused('origin_not_allowed', client, owner.id, `The passkey response does not verify: ${wrongOrigin}`);
       const info = await verifyAssertion(response, challenge, owner);
       if (info === undefined) throw refused('assertion_not_verified', client, owner.id);
+      return { newCounter: info.newCounter, backedUp: info.credentialBackedUp };
+    },
 
-      const { window_hits: _hits, window_start: _start, webauthn_user_handle: _handle, passkey_id: passkeyId, credential_id: _cid, public_key: _pk, counter: _c, transports: _t, ...user } = owner;
-      if (user.email !== null && !user.is_email_verified) {
-        // The passkey was right: its attempt does not count (as for a password sign-in).
-        await limiter.forgiveKeys(keys);
-        metrics.passkeySignIn('unverified');
-        metrics.signIn('unverified');
-        securityEvent(log, 'sign_in.failed', { userId: user.id, ip: client.ip, reason: 'email_not_verified' });
-        throw new AppError('auth.email_not_verified');
-      }
-      // An account locked by failed sign-ins is locked for passkeys too.
-      const accountVerdict = limiter.accountVerdict(rules.signInPerAccount, owner);
-      if (!accountVerdict.allowed) throw tooMany(accountVerdict.retryAfterSeconds, user.id);
+    async recordAuthentication(owner, assertion, client) {
       // The counter must go up (a cloned authenticator, or one assertion used twice, is refused), atomically.
-      if (!(await recordPasskeyUse(db, { id: passkeyId, counter: info.newCounter, backedUp: info.credentialBackedUp, now: clock.now() }))) {
-        throw refused('counter_not_increased', client, user.id);
+      if (!(await recordPasskeyUse(db, { id: owner.passkey_id, counter: assertion.newCounter, backedUp: assertion.backedUp, now: clock.now() }))) {
+        throw refused('counter_not_increased', client, owner.id);
       }
-      // Created only while the password is the one read with the passkey: a session started
-      // during a password reset (which ends every session) cannot outlive it. A re-hash of the
-      // same password by a parallel sign-in does not stop it (`password_version`).
-      const issued = await sessions.startSession(user, { checkedPasswordVersion: user.password_version, amr: PASSKEY_AMR, client, forgiveKeys: keys });
-      if (issued === undefined) throw refused('account_changed', client, user.id);
-      metrics.passkeySignIn('success');
-      return { ...issued, user };
     },
   };
 }

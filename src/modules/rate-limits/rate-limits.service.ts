@@ -4,7 +4,7 @@ import type { Db } from '../../db/db.js';
 import { hmacSha256 } from '../../crypto/secrets.js';
 import { BATCH_PAUSE_MS, MAX_BATCHES_PER_RUN, purgeInBatches } from '../../db/batches.js';
 import { clientNetwork } from './client-network.js';
-import { forgiveHits, hitWindow, hitWindowsAfter, PURGE_BATCH_SIZE, purgeWindows, withCurrentWindowSql } from './rate-limits.repo.js';
+import { forgiveHits, hitWindow, hitWindowsAfter, PURGE_BATCH_SIZE, purgeWindows, type AccountWindowKey, type HitPlan, type KeyedWindowHit } from './rate-limits.repo.js';
 
 /**
  * What a rule's subject is, which decides how it is stored in the key:
@@ -12,7 +12,7 @@ import { forgiveHits, hitWindow, hitWindowsAfter, PURGE_BATCH_SIZE, purgeWindows
  *   an IPv6 /64), stored as an HMAC;
  * - `secret`: a value not to be stored in the clear (an identifier, an address), stored as an HMAC;
  * - `account`: a user id, stored as it is (it is no personal data beyond the users table), so a
- *   statement that finds the user can also find the account's window ({@link RateLimiter.withAccountWindow}).
+ *   statement that finds the user can also find the account's window ({@link RateLimiter.accountWindow}).
  */
 export type RateLimitSubject = 'client' | 'secret' | 'account';
 
@@ -39,16 +39,29 @@ export interface RateLimitBatch {
   readonly subjects: readonly string[];
 }
 
-/** An account's failures in the current window under an `account` rule, as {@link RateLimiter.withAccountWindow} joins them to each row. */
+/** An account's failures in the current window under an `account` rule, as `withCurrentWindowSql` of rate-limits.repo.ts joins them to each row. */
 export interface AccountWindow {
   window_hits: number | null;
   window_start: Date | null;
 }
 
-/** The current window of the `fallback` subject of {@link RateLimiter.withAccountWindow}, on every row. */
+/** The current window of the fallback key of `withCurrentWindowSql` (rate-limits.repo.ts), on every row. */
 export interface FallbackWindow {
   fallback_hits: number | null;
   fallback_window_start: Date | null;
+}
+
+/** The keys of one request's counts, ready for a statement ({@link RateLimiter.plan}). */
+export interface BatchPlan extends HitPlan {
+  readonly batch: RateLimitBatch;
+  readonly firstRule?: RateLimitRule | undefined;
+}
+
+/** {@link RateLimiter.judge}'s outcome. */
+export interface BatchVerdict {
+  readonly verdict: RateLimitVerdict;
+  readonly batchHits: readonly number[];
+  readonly keys: readonly string[];
 }
 
 /** The outcome of counting one request. */
@@ -68,42 +81,41 @@ export interface RateLimiter {
   hit(rule: RateLimitRule, subject: string): Promise<RateLimitVerdict>;
   /**
    * Counts one request of `batch.first` and then, unless that one is refused, one of each of
-   * `batch.subjects` against `batch.rule`, and runs the SELECT `read` (parameters numbered from
-   * `HIT_WINDOWS_PARAMS + 1` of rate-limits.repo.ts; it sees the database as it was before the
-   * counts): all in one statement, so one round trip and one commit (docs/performance.md).
-   * Refused when any count is over its limit, with the longest wait. Sign-in counts the client
-   * IP first, so that a source already over its limit does not also count against (and so lock)
-   * the identifiers it names, and finds its user in the same round trip.
-   * @returns the verdict; the rows of `read`, whatever the verdict; `batchHits`, the count of
-   *   each of `batch.subjects` in its current window after this one, in their order (empty when
-   *   `first` was refused or the rule is disabled); and the stored keys of the
-   *   batch (disabled rules left out) in the order this statement locks them, for taking the
-   *   counts back later ({@link forgiveKeys}, or `forgiveHitsSql` of rate-limits.repo.ts inside
-   *   another statement; another order could deadlock against a parallel `hitAll`).
+   * `batch.subjects` against `batch.rule`, in one statement (one round trip, one commit):
+   * {@link plan}, `hitWindowsAfter` of rate-limits.repo.ts, then {@link judge}. A request that
+   * must also read in that statement (sign-in) runs the plan in a statement of its own
+   * repository instead, and judges its windows the same way.
+   * @returns as {@link judge}.
    */
-  hitAll<R extends object>(
-    batch: RateLimitBatch,
-    read?: { sql: string; params: readonly unknown[] },
-  ): Promise<{ verdict: RateLimitVerdict; rows: R[]; batchHits: readonly number[]; keys: readonly string[] }>;
+  hitAll(batch: RateLimitBatch): Promise<BatchVerdict>;
   /**
-   * `read` (a SELECT whose rows have an `id` column, a user id) with each row's current window
-   * under `rule` (an `account` rule) joined: `window_hits` (null when nothing was counted in the
-   * current window) and `window_start`. With `fallback` (a rule whose window has the length of
-   * `rule`'s), every row also carries the current window of that subject under that rule
-   * ({@link FallbackWindow}), and there is always a row: one with the columns of `read` null
-   * when `read` found none. Sign-in uses it to find, in the same statement, the failures of
-   * identifiers that name no account. The parameters of `read` come first (numbered from
-   * `firstParam`), then this wrapper's own. No count changes.
+   * The stored keys of `batch` (disabled rules left out), in the order a statement locks them
+   * (`first`, then the others sorted; another order could deadlock against a parallel count),
+   * with the windows' lengths and the time, ready for `hitWindowsAfter` of rate-limits.repo.ts.
+   * Sign-in counts the client IP first, so that a source already over its limit does not also
+   * count against (and so lock) the identifiers it names.
    */
-  withAccountWindow(
-    rule: RateLimitRule,
-    read: { sql: string; params: readonly unknown[] },
-    firstParam: number,
-    fallback?: RateLimitHit,
-  ): { sql: string; params: unknown[] };
+  plan(batch: RateLimitBatch): BatchPlan;
   /**
-   * The verdict for a request under an `account` rule whose window {@link withAccountWindow}
-   * read: refused when the failures already counted reach `rule.limit` (this request would be
+   * The verdict on the windows a statement counted for `plan`: refused when any count is over
+   * its limit, with the longest wait.
+   * @returns the verdict; `batchHits`, the count of each of `batch.subjects` in its current
+   *   window after this one, in their order (empty when `first` was refused or the rule is
+   *   disabled); `keys`, the plan's keys in lock order, for taking the counts back later
+   *   ({@link forgiveKeys}, or `forgiveHitsSql` of rate-limits.repo.ts inside another statement).
+   */
+  judge(plan: BatchPlan, windows: readonly KeyedWindowHit[]): BatchVerdict;
+  /**
+   * Where the current window of an account under `rule` (an `account` rule) is, for
+   * `withCurrentWindowSql` of rate-limits.repo.ts: a statement that finds users can read their
+   * failures in the same round trip (`window_hits`, `window_start`, {@link AccountWindow}).
+   */
+  accountWindow(rule: RateLimitRule): AccountWindowKey;
+  /** The stored key of `hit` (an HMAC of its subject, or the user id of an `account` rule). */
+  keyOf(hit: RateLimitHit): string;
+  /**
+   * The verdict for a request under an `account` rule whose window a statement read
+   * ({@link accountWindow}): refused when the failures already counted reach `rule.limit` (this request would be
    * one more).
    */
   accountVerdict(rule: RateLimitRule, window: AccountWindow): RateLimitVerdict;
@@ -131,51 +143,54 @@ export function createRateLimiter(deps: { db: Db; clock: Clock; hmacKey: Buffer;
     if (rule.subject === 'account') return `${rule.name}:${subject}`;
     return `${rule.name}:${hmacSha256(hmacKey, rule.subject === 'client' ? clientNetwork(subject) : subject)}`;
   };
-  /** The enabled keys of a batch: `first`'s, then the others sorted (the lock order of hitWindowsAfter and forgiveHitsSql). */
-  const batchKeys = (batch: RateLimitBatch): { first?: { key: string; rule: RateLimitRule }; keys: string[] } => {
-    const { first } = batch;
-    const keys = batch.rule.limit <= 0 ? [] : batch.subjects.map((subject) => keyOf(batch.rule, subject)).sort();
-    return first === undefined || first.rule.limit <= 0 ? { keys } : { first: { key: keyOf(first.rule, first.subject), rule: first.rule }, keys };
-  };
   const retryAfter = (windowStart: Date, rule: RateLimitRule, now: Date): number =>
     Math.max(1, Math.ceil((windowStart.getTime() + rule.windowSeconds * 1000 - now.getTime()) / 1000));
   let timer: NodeJS.Timeout | undefined;
+  const plan = (batch: RateLimitBatch): BatchPlan => {
+    const { first } = batch;
+    const keys = batch.rule.limit <= 0 ? [] : batch.subjects.map((subject) => keyOf(batch.rule, subject)).sort();
+    const counted = first === undefined || first.rule.limit <= 0 ? undefined : first;
+    return {
+      batch,
+      firstRule: counted?.rule,
+      first: counted === undefined ? undefined : { key: keyOf(counted.rule, counted.subject), windowSeconds: counted.rule.windowSeconds, limit: counted.rule.limit },
+      keys,
+      windowSeconds: batch.rule.windowSeconds,
+      now: clock.now(),
+    };
+  };
+  const judge = (batchPlan: BatchPlan, windows: readonly KeyedWindowHit[]): BatchVerdict => {
+    const { batch, first, firstRule, keys, now } = batchPlan;
+    const refused = windows.flatMap((w) => {
+      const rule = w.key === first?.key && firstRule !== undefined ? firstRule : batch.rule;
+      return w.hits <= rule.limit ? [] : [retryAfter(w.windowStart, rule, now)];
+    });
+    const verdict: RateLimitVerdict = refused.length === 0 ? { allowed: true } : { allowed: false, retryAfterSeconds: Math.max(...refused) };
+    const hitsOf = new Map(windows.map((w) => [w.key, w.hits]));
+    const counted = keys.length > 0 && hitsOf.has(keys[0]!);
+    const batchHits = counted ? batch.subjects.map((subject) => hitsOf.get(keyOf(batch.rule, subject)) ?? 0) : [];
+    return { verdict, batchHits, keys: first === undefined ? keys : [first.key, ...keys] };
+  };
   return {
+    plan,
+    judge,
     async hit(rule, subject) {
       if (rule.limit <= 0) return { allowed: true };
       const now = clock.now();
       const w = await hitWindow(db, keyOf(rule, subject), rule.windowSeconds, now);
       return w.hits <= rule.limit ? { allowed: true } : { allowed: false, retryAfterSeconds: retryAfter(w.windowStart, rule, now) };
     },
-    async hitAll<R extends object>(batch: RateLimitBatch, read?: { sql: string; params: readonly unknown[] }) {
-      const { first, keys } = batchKeys(batch);
-      const now = clock.now();
-      // With every rule disabled the statement counts nothing and only runs `read`.
-      const { windows, rows } = await hitWindowsAfter<R>(
-        db,
-        first === undefined ? undefined : { key: first.key, windowSeconds: first.rule.windowSeconds, limit: first.rule.limit },
-        keys,
-        batch.rule.windowSeconds,
-        now,
-        read,
-      );
-      const refused = windows.flatMap((w) => {
-        const rule = w.key === first?.key ? first.rule : batch.rule;
-        return w.hits <= rule.limit ? [] : [retryAfter(w.windowStart, rule, now)];
-      });
-      const verdict: RateLimitVerdict = refused.length === 0 ? { allowed: true } : { allowed: false, retryAfterSeconds: Math.max(...refused) };
-      const hitsOf = new Map(windows.map((w) => [w.key, w.hits]));
-      const counted = keys.length > 0 && hitsOf.has(keys[0]!);
-      const batchHits = counted ? batch.subjects.map((subject) => hitsOf.get(keyOf(batch.rule, subject)) ?? 0) : [];
-      return { verdict, rows, batchHits, keys: first === undefined ? keys : [first.key, ...keys] };
+    async hitAll(batch) {
+      const counted = plan(batch);
+      // With every rule disabled the statement counts nothing.
+      const { windows } = await hitWindowsAfter(db, counted);
+      return judge(counted, windows);
     },
-    withAccountWindow(rule, read, firstParam, fallback) {
-      const next = firstParam + read.params.length;
-      if (fallback !== undefined && fallback.rule.windowSeconds !== rule.windowSeconds) throw new Error('a fallback rule must have the window of the account rule');
-      return {
-        sql: withCurrentWindowSql(read.sql, { keyPrefix: next, now: next + 1, windowSeconds: next + 2, ...(fallback === undefined ? {} : { fallbackKey: next + 3 }) }),
-        params: [...read.params, `${rule.name}:`, clock.now(), rule.windowSeconds, ...(fallback === undefined ? [] : [keyOf(fallback.rule, fallback.subject)])],
-      };
+    accountWindow(rule) {
+      return { keyPrefix: `${rule.name}:`, windowSeconds: rule.windowSeconds, now: clock.now() };
+    },
+    keyOf(hit) {
+      return keyOf(hit.rule, hit.subject);
     },
     accountVerdict(rule, window) {
       if (rule.limit <= 0 || window.window_hits === null || window.window_start === null || window.window_hits < rule.limit) return { allowed: true };

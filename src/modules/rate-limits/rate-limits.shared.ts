@@ -4,11 +4,12 @@ import { deleteWindows } from './rate-limits.repo.js';
 
 /**
  * What other modules may use of the rate-limit windows' storage (docs/api.md#rate-limits): the
- * parameter count and the forgiving fragment that the sign-in statements embed so that they stay
- * one round trip (docs/performance.md), and the deletion of an account's windows. Everything else
- * goes through the limiter (rate-limits.service.ts). The statements stay in rate-limits.repo.ts.
+ * counting statement with a read of the caller's (`hitWindowsAfter`), the account-window join and
+ * the forgiving fragment that the sign-in statements embed so that they stay one round trip
+ * (docs/performance.md), and the deletion of an account's windows. Everything else goes through
+ * the limiter (rate-limits.service.ts), which also plans and judges the counts.
  */
-export { forgiveHitsSql, HIT_WINDOWS_PARAMS } from './rate-limits.repo.js';
+export { forgiveHitsSql, hitWindowsAfter, withCurrentWindowSql, type AccountWindowKey, type HitPlan, type KeyedWindowHit } from './rate-limits.repo.js';
 
 /**
  * Deletes the rate-limit windows counted against the account `userId`, in the caller's

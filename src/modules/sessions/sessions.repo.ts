@@ -1,4 +1,5 @@
 import type { Queryable } from '../../db/db.js';
+import { SqlParams } from '../../db/sql-params.js';
 import { banInForceSql, type UserRow } from '../users/users.shared.js';
 import { forgiveHitsSql } from '../rate-limits/rate-limits.shared.js';
 import { eventInsertSql, eventTypeLiteral, sessionRevokedCause } from '../events/events.shared.js';
@@ -58,27 +59,40 @@ export async function createSignInSession(
     amr: readonly string[];
   },
 ): Promise<boolean> {
+  const p = new SqlParams();
+  const $now = p.add(s.now);
+  const $userId = p.add(s.userId);
+  const $checkedVersion = p.add(s.checkedPasswordVersion);
+  const $forgiveKeys = p.add([...s.forgiveRateLimitKeys]);
+  const $deviceId = p.add(s.deviceId);
+  const $ip = p.add(s.ip);
+  const $userAgent = p.add(s.userAgent);
+  const $sessionId = p.add(s.sessionId);
+  const $expiresAt = p.add(s.expiresAt);
+  const $amr = p.add([...s.amr]);
+  const $tokenId = p.add(s.refreshToken.id);
+  const $tokenHash = p.add(s.refreshToken.tokenHash);
   const { rowCount } = await q.query(
     `WITH checked AS (
-       UPDATE users SET last_sign_in_at = $6
-        WHERE id = $3 AND password_version = $8 AND NOT ${banInForceSql('users', '$6::timestamptz')} RETURNING id
+       UPDATE users SET last_sign_in_at = ${$now}
+        WHERE id = ${$userId} AND password_version = ${$checkedVersion} AND NOT ${banInForceSql('users', `${$now}::timestamptz`)} RETURNING id
      ), forgiven AS (
-       ${forgiveHitsSql(11, 'EXISTS (SELECT 1 FROM checked)')}
+       ${forgiveHitsSql($forgiveKeys, 'EXISTS (SELECT 1 FROM checked)')}
      ), d AS (
-       INSERT INTO devices (id, user_id, ip, user_agent, created_at) SELECT $2, checked.id, $4, $5, $6 FROM checked RETURNING id, user_id
+       INSERT INTO devices (id, user_id, ip, user_agent, created_at) SELECT ${$deviceId}, checked.id, ${$ip}, ${$userAgent}, ${$now} FROM checked RETURNING id, user_id
      ), s AS (
        INSERT INTO sessions (id, user_id, device_id, ip, user_agent, created_at, last_used_at, expires_at, amr)
-       SELECT $1, d.user_id, d.id, $4, $5, $6, $6, $7, $12::text[] FROM d RETURNING id, user_id
+       SELECT ${$sessionId}, d.user_id, d.id, ${$ip}, ${$userAgent}, ${$now}, ${$now}, ${$expiresAt}, ${$amr}::text[] FROM d RETURNING id, user_id
      ), created AS (
        ${eventInsertSql({
          from: 's',
          type: eventTypeLiteral('session.created'),
-         data: "json_build_object('user_id', s.user_id, 'session_id', s.id, 'amr', $12::text[], 'ip', $4::text, 'user_agent', $5::text)",
-         at: '$6::timestamptz',
+         data: `json_build_object('user_id', s.user_id, 'session_id', s.id, 'amr', ${$amr}::text[], 'ip', ${$ip}::text, 'user_agent', ${$userAgent}::text)`,
+         at: `${$now}::timestamptz`,
        })}
      )
-     INSERT INTO refresh_tokens (id, session_id, token_hash, parent_id, created_at) SELECT $9, s.id, $10, NULL, $6 FROM s`,
-    [s.sessionId, s.deviceId, s.userId, s.ip, s.userAgent, s.now, s.expiresAt, s.checkedPasswordVersion, s.refreshToken.id, s.refreshToken.tokenHash, [...s.forgiveRateLimitKeys], [...s.amr]],
+     INSERT INTO refresh_tokens (id, session_id, token_hash, parent_id, created_at) SELECT ${$tokenId}, s.id, ${$tokenHash}, NULL, ${$now} FROM s`,
+    p.values,
   );
   return rowCount === 1;
 }

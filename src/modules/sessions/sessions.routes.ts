@@ -5,7 +5,7 @@ import { securityEvent } from '../audit/security-events.js';
 import { bearerAuth, callerOf } from '../../plugins/authenticate.js';
 import { TAGS } from '../../plugins/openapi.js';
 import { toUser } from '../users/users.schemas.js';
-import { clearRefreshCookie, REFRESH_COOKIE, setMfaChallengeCookie, setRefreshCookie } from './refresh-cookie.js';
+import { clearRefreshCookie, REFRESH_COOKIE, setRefreshCookie } from './refresh-cookie.js';
 import {
   RefreshResponseSchema,
   SessionIdParamsSchema,
@@ -22,30 +22,6 @@ export function sessionsRoutes(deps: { sessions: SessionsService }): FastifyPlug
   const { sessions } = deps;
   return async (app) => {
     const bearer = bearerAuth(sessions);
-
-    app.post(
-      '/sign-in',
-      {
-        config: { validationError: 'auth.sign_in.validation_failed' },
-        schema: {
-          summary: 'Sign in; sets the refresh cookie',
-          operationId: 'signIn',
-          tags: [TAGS.signIn.name],
-          body: SignInRequestSchema,
-          response: { 200: SignInResponseSchema, ...errorResponses(400, 401, 403, 413, 429) },
-        },
-      },
-      async (request, reply) => {
-        const issued = await sessions.signIn(request.body, clientContextOf(request));
-        if (issued.kind === 'mfa_required') {
-          // No session yet: the second step (docs/api.md#sign-in-second-step) completes it.
-          setMfaChallengeCookie(reply, issued.challenge, issued.challengeMaxAgeSeconds);
-          return reply.code(403).send({ code: 'auth.mfa_required', message: ERROR_CATALOG['auth.mfa_required'].message });
-        }
-        setRefreshCookie(reply, issued.refreshToken, issued.refreshMaxAgeSeconds);
-        return { user: toUser(issued.user), session_id: issued.sessionId, tokens: { access_token: issued.accessToken } };
-      },
-    );
 
     app.post(
       '/refresh',

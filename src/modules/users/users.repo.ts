@@ -1,5 +1,6 @@
 import { AppError } from '../../errors.js';
 import { constraintName, sqlState, UNIQUE_VIOLATION, type Queryable } from '../../db/db.js';
+import type { SqlParams } from '../../db/sql-params.js';
 
 /** A `users` row as stored. Wire fields (docs/api.md#operations User) keep their column names. */
 export interface UserRow {
@@ -73,9 +74,10 @@ export async function findTakenIdentifier(
 
 /**
  * The columns of a user as a sign-in needs them (a {@link UserRow}, its ban, and whether a second
- * factor is on), for SELECTs from `users`.
+ * factor is on), for a SELECT in which `users` is visible under that name (alone, or joined).
  */
-const SIGN_IN_USER_COLUMNS = `${USER_COLUMNS}, banned_at, banned_until, EXISTS (SELECT 1 FROM mfa_totp m WHERE m.user_id = users.id AND m.enabled_at IS NOT NULL) AS mfa_enabled`;
+export const SIGN_IN_USER_COLUMNS = `${USER_COLUMNS.split(', ').map((c) => `users.${c}`).join(', ')}, users.banned_at, users.banned_until,
+  EXISTS (SELECT 1 FROM mfa_totp m WHERE m.user_id = users.id AND m.enabled_at IS NOT NULL) AS mfa_enabled`;
 
 /** A user as a sign-in checks it: the row, its ban, and whether a second factor is on. */
 export type SignInUser = UserRow & Pick<BanState, 'banned_at' | 'banned_until'> & { mfa_enabled: boolean };
@@ -88,20 +90,18 @@ export async function findSignInUser(q: Queryable, id: string): Promise<SignInUs
 
 /**
  * The SELECT of every user named by any of the given (already normalised) identifiers (at most
- * three rows; undefined identifiers match nothing), with its parameters numbered from
- * `$<firstParam>`, for a statement that runs it along with other work: sign-in counts its
- * attempt and looks its user up in one round trip (`RateLimiter.hitAll`). Each row also says
- * whether the user has turned on a second factor (`mfa_enabled`), and its ban (`banned_at`, `banned_until`).
+ * three rows; undefined identifiers match nothing) as a sign-in checks them ({@link SignInUser}),
+ * its parameters added to `p`, for a statement that runs it along with other work: sign-in
+ * counts its attempt and looks its user up in one round trip (sign-in.repo.ts).
  */
-export function usersByIdentifiersQuery(
-  firstParam: number,
+export function signInUsersByIdentifiersSql(
+  p: SqlParams,
   ids: { username?: string | undefined; email?: string | undefined; phone?: string | undefined },
-): { sql: string; params: unknown[] } {
-  const [u, e, p] = [firstParam, firstParam + 1, firstParam + 2];
-  return {
-    sql: `SELECT ${SIGN_IN_USER_COLUMNS} FROM users WHERE username = $${u}::text OR email = $${e}::text OR phone = $${p}::text`,
-    params: [ids.username ?? null, ids.email ?? null, ids.phone ?? null],
-  };
+): string {
+  const $username = p.add(ids.username ?? null);
+  const $email = p.add(ids.email ?? null);
+  const $phone = p.add(ids.phone ?? null);
+  return `SELECT ${SIGN_IN_USER_COLUMNS} FROM users WHERE username = ${$username}::text OR email = ${$email}::text OR phone = ${$phone}::text`;
 }
 
 /** The user with this (normalised) email, or undefined. */
