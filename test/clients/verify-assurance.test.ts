@@ -8,7 +8,8 @@ import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { assuranceLevel, createVerifier, type Verifier } from '../../packages/verify/src/index.js';
 import { PASSKEY_AMR } from '../../src/modules/passkeys/passkeys.service.js';
-import { PASSWORD_AMR } from '../../src/modules/sign-in/sign-in.service.js';
+import { OTP_AMR, PASSWORD_AMR, provesTwoFactors } from '../../src/modules/sign-in/sign-in.service.js';
+import { OAUTH_AMR } from '../../src/modules/oauth/oauth.service.js';
 import { createTestContext, type TestContext } from '../helpers/context.js';
 import { createVerifiedUser, signIn } from '../helpers/flows.js';
 import { codeNow, enrolled, passwordStep, secondStep } from '../helpers/mfa.js';
@@ -62,6 +63,18 @@ describe('assuranceLevel: did the session use two factors (from amr)', () => {
     expect(assuranceLevel({ amr: ['pwd', 'otp'] })).toBe('aal2');
     expect(assuranceLevel({ amr: ['otp', 'pwd'] })).toBe('aal2');
     expect(assuranceLevel({ amr: ['user', 'hwk'] })).toBe('aal2');
+  });
+
+  it("the service's own rule for skipping the second step agrees with it on every amr a sign-in can reach finishSignIn with", () => {
+    // Every first step's amr, and each with the second step's `otp` added.
+    const firstSteps = [PASSWORD_AMR, PASSKEY_AMR, OAUTH_AMR];
+    for (const amr of firstSteps) expect(provesTwoFactors(amr), JSON.stringify(amr)).toBe(assuranceLevel({ amr }) === 'aal2');
+    for (const amr of [PASSWORD_AMR].map((a) => [...a, OTP_AMR])) expect(provesTwoFactors(amr), JSON.stringify(amr)).toBe(assuranceLevel({ amr }) === 'aal2');
+    // `oauth` is no RFC 8176 factor, so the package answers aal1 for oauth+otp; the service still
+    // needs no third step: the user's own second factor was given (docs/decisions.md).
+    expect(provesTwoFactors([...OAUTH_AMR, OTP_AMR])).toBe(true);
+    expect(provesTwoFactors([OTP_AMR])).toBe(false);
+    expect(provesTwoFactors(['hwk'])).toBe(false);
   });
 
   it('fails closed: no amr, an empty or malformed one, one factor twice, or user presence without a key is aal1', () => {

@@ -79,7 +79,7 @@ const EXPECTED: Record<string, { statuses: string[]; security?: 'bearerAuth' | '
 /** The tags of the reference page in the order a user meets them, and the operations under each, in order. */
 const TAG_OPERATIONS: [string, string[]][] = [
   ['Sign-up and verification', ['signUp', 'verifyEmail', 'verifyEmailWithBody', 'resendVerification']],
-  ['Sign-in and tokens', ['signIn', 'refresh', 'logout', 'signInMfa', 'passkeySignInOptions', 'signInWithPasskey']],
+  ['Sign-in and tokens', ['signIn', 'signInMfa', 'passkeySignInOptions', 'signInWithPasskey', 'refresh', 'logout']],
   ['Account recovery', ['requestPasswordReset', 'confirmPasswordReset']],
   ['Sessions', ['listSessions', 'revokeAllSessions', 'revokeSession']],
   ['Account', ['getMe', 'changePassword', 'setPassword', 'changeEmail', 'confirmEmailChange', 'deleteAccount']],
