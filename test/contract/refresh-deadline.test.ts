@@ -65,6 +65,31 @@ describe('rotateLiveRefreshToken and its deadline', () => {
     expect(tokens.rows.filter((t) => !t.rotated)).toEqual([{ token_hash: args.successor.tokenHash, rotated: false }]);
   });
 
+  // PGlite has one connection: the session row cannot be held by another transaction meanwhile.
+  it.runIf(process.env.TEST_DB === 'postgres')(
+    'a lock on the session held past the deadline (a reuse or grace transaction): the rotation waits for it before its check, fails with 57014, and the token is still live',
+    async () => {
+      const holdMs = 2_500;
+      const { refreshToken, sessionId, args } = await rotation(new Date(Date.now() + holdMs / 2));
+      // The session's use was just recorded at sign-in, so the rotation writes nothing to the
+      // session row itself: only the successor's foreign key (a key-share lock) waits on it.
+      let rotating: Promise<unknown> | undefined;
+      await ctx.db.transaction(async (tx) => {
+        await tx.query('SELECT 1 FROM sessions WHERE id = $1 FOR UPDATE', [sessionId]);
+        rotating = rotateLiveRefreshToken(ctx.db, args).then(
+          () => undefined,
+          (err: unknown) => err,
+        );
+        await new Promise((resolve) => setTimeout(resolve, holdMs));
+      });
+      expect(sqlState(await rotating)).toBe(QUERY_CANCELED);
+      const tokens = await ctx.db.query<{ rotated_at: Date | null }>('SELECT rotated_at FROM refresh_tokens WHERE session_id = $1', [sessionId]);
+      expect(tokens.rows).toEqual([{ rotated_at: null }]);
+      const r = await refresh(ctx, refreshToken);
+      expect(r.statusCode, r.body).toBe(200);
+    },
+  );
+
   it('no deadline (the embedded database): rotates', async () => {
     const { sessionId, args } = await rotation(null);
     expect((await rotateLiveRefreshToken(ctx.db, args))?.session_id).toBe(sessionId);

@@ -93,7 +93,7 @@ const ERASE_PARENT_SEAL_SQL = `UPDATE refresh_tokens p SET successor_ciphertext 
  * records when the seal was made (`sealed_at`, which the retention worker erases it by) and
  * erases the parent's seal ({@link ERASE_PARENT_SEAL_SQL}). Under the strict rule nothing is sealed,
  * so that part is left out of the statement rather than skipped at run time. The deadline check
- * reads the count of every data-modifying CTE (see rotateLiveRefreshToken).
+ * reads the count of every data-modifying or locking CTE (see rotateLiveRefreshToken).
  *
  * Under the strict rule the UPDATE writes only `rotated_at` (and a NULL over the NULL
  * `successor_ciphertext`), which no index reads (migration 019): the new row version stays on
@@ -120,9 +120,12 @@ function rotationSql(unseal: boolean): string {
        UPDATE sessions t SET last_used_at = $2 FROM rotated
         WHERE t.id = rotated.session_id AND rotated.last_use_stale
        RETURNING t.id
+     ), kept AS (
+       SELECT k.id FROM sessions k WHERE k.id IN (SELECT session_id FROM rotated) FOR KEY SHARE
      )
      SELECT session_id, user_id, expires_at AS session_expires_at, amr,
-            statement_deadline_check($7::timestamptz, (SELECT count(*) FROM successor) + (SELECT count(*) FROM touched)${unseal ? ' + (SELECT count(*) FROM unsealed)' : ''}) AS in_time,
+            statement_deadline_check($7::timestamptz,
+              (SELECT count(*) FROM successor) + (SELECT count(*) FROM touched) + (SELECT count(*) FROM kept)${unseal ? ' + (SELECT count(*) FROM unsealed)' : ''}) AS in_time,
             clock_timestamp() AS database_now
        FROM rotated`;
 }
@@ -152,9 +155,11 @@ export interface RotatedRefreshToken {
  * In its common case it runs on its own (autocommit: one round trip, one commit). The guarded
  * UPDATE locks the token's row: parallel rotations of one token serialise on it, and one that
  * waited re-checks "not yet rotated" on the row as committed (READ COMMITTED re-evaluation), so
- * exactly one succeeds and the others get undefined. The session's row is read; the successor's
- * foreign key takes a key-share lock on it (at the end of the statement, from PostgreSQL's
- * referential-integrity trigger), and recording its use takes a row lock (in the `touched` CTE).
+ * exactly one succeeds and the others get undefined. The session's row is read, then locked:
+ * recording its use takes a row lock (in the `touched` CTE), and the `kept` CTE takes the
+ * key-share lock that the successor's foreign key needs (PostgreSQL's referential-integrity
+ * trigger takes it again at the end of the statement, already held then), so that a wait for a
+ * transaction holding the session (reuse, grace window) ends before the deadline check.
  * A revocation committing meanwhile leaves a family whose every later use checks the session
  * (docs/api.md#bearer-authentication). Locks come in the order of
  * {@link lockRefreshToken}'s: the token, then its session. The locking transaction runs the same
@@ -163,8 +168,8 @@ export interface RotatedRefreshToken {
  * Last, once every lock is taken and every write done, it checks `deadline` against the
  * database's clock (`statement_deadline_check`, migration 010): a statement that reached the
  * server after its request stopped waiting (docs/reliability.md) fails with SQLSTATE 57014
- * instead of committing. The check's argument reads every data-modifying CTE, so their lock
- * waits are over before it runs; it sits in the select list, which is evaluated per returned
+ * instead of committing. The check's argument reads every data-modifying or locking CTE, so
+ * their lock waits are over before it runs; it sits in the select list, which is evaluated per returned
  * row, after the rotation (a condition naming no column would run first, as a one-time filter).
  *
  * @param successor the replacing token: its id, SHA-256 hash, and the successor sealed under the
