@@ -3,23 +3,20 @@ import { Type } from '@sinclair/typebox';
 import { errorResponses } from '../../errors.js';
 import { bearerAuth, callerOf } from '../../plugins/authenticate.js';
 import { TAGS } from '../../plugins/openapi.js';
-import { SignInResponseSchema } from '../sessions/sessions.schemas.js';
 import { clientContextOf } from '../../plugins/client-context.js';
 import type { SessionsService } from '../sessions/sessions.service.js';
-import { toUser } from '../users/users.schemas.js';
 import {
   MfaEnableRequestSchema,
   MfaPasswordAndCodeRequestSchema,
   MfaSetupRequestSchema,
   MfaSetupResponseSchema,
   RecoveryCodesResponseSchema,
-  SignInMfaRequestSchema,
 } from './mfa.schemas.js';
 import type { MfaService } from './mfa.service.js';
 
 /**
- * The second factor's routes (docs/api.md#second-factor): TOTP setup, enable, disable,
- * recovery-code regeneration (Bearer), and the second step of a sign-in (challenge cookie).
+ * The second factor's routes (docs/api.md#second-factor): TOTP setup, enable, disable and
+ * recovery-code regeneration (Bearer). The second step of a sign-in is in sign-in.routes.ts.
  */
 export function mfaRoutes(deps: { mfa: MfaService; sessions: SessionsService }): FastifyPluginAsyncTypebox {
   const { mfa, sessions } = deps;

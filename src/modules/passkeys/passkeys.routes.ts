@@ -3,10 +3,8 @@ import { Type } from '@sinclair/typebox';
 import { errorResponses } from '../../errors.js';
 import { bearerAuth, callerOf } from '../../plugins/authenticate.js';
 import { TAGS } from '../../plugins/openapi.js';
-import { SignInResponseSchema } from '../sessions/sessions.schemas.js';
 import { clientContextOf } from '../../plugins/client-context.js';
 import type { SessionsService } from '../sessions/sessions.service.js';
-import { toUser } from '../users/users.schemas.js';
 import {
   CreationOptionsSchema,
   PasskeyListResponseSchema,
@@ -14,16 +12,13 @@ import {
   PasskeyRegistrationRequestSchema,
   PasskeyRenameRequestSchema,
   PasskeyResponseSchema,
-  PasskeySignInRequestSchema,
-  RequestOptionsSchema,
   toPasskey,
 } from './passkeys.schemas.js';
 import type { PasskeysService } from './passkeys.service.js';
 
 /**
  * The passkey routes (docs/api.md#passkeys): registration options and registration, listing,
- * renaming and deletion (Bearer); sign-in options (sets the `webauthn_challenge` cookie) and
- * sign-in with a passkey (sets the refresh cookie).
+ * renaming and deletion (Bearer). Sign-in with a passkey is in sign-in.routes.ts.
  */
 export function passkeysRoutes(deps: { passkeys: PasskeysService; sessions: SessionsService }): FastifyPluginAsyncTypebox {
   const { passkeys, sessions } = deps;
@@ -120,6 +115,5 @@ export function passkeysRoutes(deps: { passkeys: PasskeysService; sessions: Sess
         return reply.code(204).send(null);
       },
     );
-
   };
 }

@@ -1,23 +1,20 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from '@sinclair/typebox';
-import { ERROR_CATALOG, errorResponses } from '../../errors.js';
+import { errorResponses } from '../../errors.js';
 import { securityEvent } from '../audit/security-events.js';
 import { bearerAuth, callerOf } from '../../plugins/authenticate.js';
 import { TAGS } from '../../plugins/openapi.js';
-import { toUser } from '../users/users.schemas.js';
 import { clearRefreshCookie, REFRESH_COOKIE, setRefreshCookie } from './refresh-cookie.js';
 import {
   RefreshResponseSchema,
   SessionIdParamsSchema,
   SessionsResponseSchema,
-  SignInRequestSchema,
-  SignInResponseSchema,
   toSession,
 } from './sessions.schemas.js';
 import { clientContextOf } from '../../plugins/client-context.js';
 import type { SessionsService } from './sessions.service.js';
 
-/** POST /sign-in, /refresh, /logout; GET and DELETE /sessions; DELETE /sessions/{session_id} (docs/api.md#operations). */
+/** POST /refresh, /logout; GET and DELETE /sessions; DELETE /sessions/{session_id} (docs/api.md#operations). Sign-in is in sign-in.routes.ts. */
 export function sessionsRoutes(deps: { sessions: SessionsService }): FastifyPluginAsyncTypebox {
   const { sessions } = deps;
   return async (app) => {
