@@ -6,8 +6,8 @@ import { BROWSER_TESTS, DATABASE_FREE_TESTS } from '../../vitest.config.js';
 
 /**
  * The browser project (vitest.config.ts, BROWSER_TESTS) holds every test file that launches
- * Chromium: one left out would run in the pglite project and again, twice, against PostgreSQL
- * (directly and through PgBouncer in CI), and on Node.js 24.
+ * Chromium: one left out would run in the pglite project and again against PostgreSQL, where
+ * it would repeat what the browser project tests once.
  */
 const ROOT = path.join(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 /** What a test file that drives Chromium imports. */
