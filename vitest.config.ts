@@ -1,12 +1,18 @@
 import { configDefaults, defineConfig } from 'vitest/config';
 
 /**
- * Every suite runs on the embedded PGlite database; with TEST_DATABASE_URL set, the same suites
- * run again as a second project against that PostgreSQL server (docs/operations.md).
+ * Three projects (docs/operations.md, "Tests"):
+ * - `pglite`: every suite but the browser files, on the embedded PGlite database;
+ * - `postgres` (only with TEST_DATABASE_URL set): the same suites again against that PostgreSQL
+ *   server, without the files that open no database (DATABASE_FREE_TESTS);
+ * - `browser`: the files that drive Chromium or wait for real token expiry (BROWSER_TESTS), once,
+ *   on PGlite: they test the pages and the browser client, which do not depend on the database.
+ * `npm test` runs them all; `npx vitest run --project browser` runs one.
  */
 /**
- * TEST_EXCLUDE: more file globs to leave out, comma-separated (`.ci/run` uses it for its second
- * runs; vitest's --exclude does not reach the projects' own lists).
+ * TEST_EXCLUDE: more file globs to leave out, comma-separated, in every project (`.ci/run` uses it
+ * for the parts of a project its second runs leave out; vitest's --exclude does not reach the
+ * projects' own lists).
  */
 const EXTRA_EXCLUDE = (process.env.TEST_EXCLUDE ?? '').split(',').map((g) => g.trim()).filter((g) => g !== '');
 const EXCLUDE = [...configDefaults.exclude, 'test/reliability/**', ...EXTRA_EXCLUDE];
@@ -21,18 +27,39 @@ export const DATABASE_FREE_TESTS = [
   'test/clients/demo-client-bundle.test.ts',
   'test/clients/verify-webhook.test.ts',
 ];
-const projects: Array<{ extends: true; test: { name: string; env: Record<string, string>; exclude?: string[] } }> = [
-  { extends: true, test: { name: 'pglite', env: { TEST_DB: 'pglite' } } },
+/**
+ * The browser project: the pages in Chromium (test/e2e/**, with the token-verifying example
+ * beside them), @latchkey/client in Chromium, and the client tabs, which wait for real token
+ * expiry (minutes). test/unit/test-projects.test.ts checks that every file launching Chromium
+ * is listed here.
+ */
+export const BROWSER_TESTS = [
+  'test/e2e/**',
+  'test/clients/client-tabs.test.ts',
+  'test/clients/client-operations.test.ts',
+  'test/clients/oauth-browser.test.ts',
+  'test/clients/standalone-client.test.ts',
+  'test/clients/examples.test.ts',
+];
+
+interface Project {
+  extends: true;
+  test: { name: string; env: Record<string, string>; include: string[]; exclude: string[] };
+}
+/** Every test file; each project sets its own (a project's list is added to the root's, not put in its place). */
+const ALL = ['test/**/*.test.ts'];
+const projects: Project[] = [
+  { extends: true, test: { name: 'pglite', env: { TEST_DB: 'pglite' }, include: ALL, exclude: [...EXCLUDE, ...BROWSER_TESTS] } },
+  { extends: true, test: { name: 'browser', env: { TEST_DB: 'pglite' }, include: BROWSER_TESTS, exclude: EXCLUDE } },
 ];
 if (process.env.TEST_DATABASE_URL) {
-  projects.push({ extends: true, test: { name: 'postgres', env: { TEST_DB: 'postgres' }, exclude: [...EXCLUDE, ...DATABASE_FREE_TESTS] } });
+  projects.push({ extends: true, test: { name: 'postgres', env: { TEST_DB: 'postgres' }, include: ALL, exclude: [...EXCLUDE, ...DATABASE_FREE_TESTS, ...BROWSER_TESTS] } });
 }
 
 export default defineConfig({
   test: {
-    include: ['test/**/*.test.ts'],
-    // The reliability suite (faults, crashes, several instances) is slower: `npm run test:reliability`.
-    exclude: EXCLUDE,
+    // No include here: each project has its own. The reliability suite (faults, crashes, several
+    // instances) is slower and left out of every project: `npm run test:reliability`.
     // One migrated PGlite dump per run: each file's database starts from it (test/helpers/database.ts).
     globalSetup: ['test/global-setup.ts'],
     testTimeout: 20_000,

@@ -27,14 +27,13 @@ const stats = (page: Page) => page.evaluate<AppStats>('window.app');
 const signedIn = (page: Page) => page.evaluate<boolean>('window.client.signedIn');
 const events = (page: Page) => page.evaluate<{ name: string; reason?: string; sessionId?: string }[]>('window.events');
 
-/**
+/*
  * These tests wait for real token expiry (more than three minutes) and exercise the client's
- * timers, locks and back-off, which do not depend on the database: they run in the PGlite
- * project only. Rotation and reuse on PostgreSQL are covered by the refresh tests of both.
+ * timers, locks and back-off, which do not depend on the database: they are in the browser
+ * project (vitest.config.ts), which runs once, on PGlite. Rotation and reuse on PostgreSQL are
+ * covered by the refresh tests of the pglite and postgres projects.
  */
-const ON_POSTGRES = process.env.TEST_DB === 'postgres';
-
-describe.skipIf(SKIP_BROWSER || ON_POSTGRES)('@latchkey/client in Chromium: refresh across tabs with strict rotation (REFRESH_REUSE_GRACE_SECONDS=0)', () => {
+describe.skipIf(SKIP_BROWSER)('@latchkey/client in Chromium: refresh across tabs with strict rotation (REFRESH_REUSE_GRACE_SECONDS=0)', () => {
   let door: FrontDoor;
   let browser: Browser;
   let context: BrowserContext;

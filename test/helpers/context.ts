@@ -16,6 +16,12 @@ export const TEST_ARGON2 = { memoryCost: 256, timeCost: 1, parallelism: 1 } as c
 
 let sharedHasher: Promise<PasswordHasher> | undefined;
 
+/** The password hasher every test context's app uses (argon2id with TEST_ARGON2), made once per worker. */
+export function testPasswordHasher(): Promise<PasswordHasher> {
+  sharedHasher ??= createPasswordHasher(TEST_ARGON2);
+  return sharedHasher;
+}
+
 /** Everything a test file needs: the app (same buildApp and Ajv options as production), its database, clock, SMTP server and log. */
 export interface TestContext {
   readonly app: FastifyInstance;
@@ -80,12 +86,11 @@ export async function createTestContext(
       done();
     },
   });
-  sharedHasher ??= createPasswordHasher(TEST_ARGON2);
   const app = await buildApp({
     config,
     db: database.db,
     clock,
-    passwordHasher: await sharedHasher,
+    passwordHasher: await testPasswordHasher(),
     logger: createLogger(config.logLevel, sink),
     ...(options.startOutboxWorker === undefined ? {} : { startOutboxWorker: options.startOutboxWorker }),
     ...(options.startWebhookWorker === undefined ? {} : { startWebhookWorker: options.startWebhookWorker }),

@@ -1,8 +1,11 @@
-import { randomBytes } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import type { LightMyRequestResponse } from 'fastify';
 import { expect } from 'vitest';
+import { normalizePassword } from '../../src/crypto/password.js';
+import { normalizeEmail, normalizeUsername } from '../../src/modules/users/identifiers.js';
+import { insertUser } from '../../src/modules/users/users.repo.js';
 import { codeFrom, type ReceivedMail } from './smtp.js';
-import type { TestContext } from './context.js';
+import { testPasswordHasher, type TestContext } from './context.js';
 
 /** A username, unique per call, that matches the sign-up pattern. */
 export function uniqueName(prefix = 'user'): string {
@@ -85,6 +88,28 @@ export async function createVerifiedUser(ctx: TestContext, overrides: Record<str
   const v = await postJson(ctx, '/auth/v0/verify-email', { email, code });
   if (v.statusCode !== 204) throw new Error(`verify failed: ${v.statusCode} ${v.body}`);
   return { id: body.user.id, username: body.user.username, email, password: request.password as string };
+}
+
+/**
+ * A verified user, inserted straight into the database with the service's own statement
+ * (users.repo.ts insertUser, its email verified) and the test contexts' password hasher: the
+ * same row as a sign-up and verification leave, without their requests, emails, verification
+ * code or `user.created` and `user.email_verified` events. For tests about what a user does once
+ * verified (sessions, sign-in, bans); tests of sign-up, verification, emails or events use
+ * {@link createVerifiedUser}. The overrides are normalised as at sign-up but not checked
+ * against the password policy.
+ * @returns what createVerifiedUser returns.
+ * @throws AppError `auth.sign_up.{username,email}_taken` for a taken identifier.
+ */
+export async function insertVerifiedUser(ctx: TestContext, overrides: { username?: string; email?: string; password?: string } = {}) {
+  const username = normalizeUsername(overrides.username ?? uniqueName());
+  const email = normalizeEmail(overrides.email ?? `${username}@example.test`);
+  const password = overrides.password ?? PASSWORD;
+  const normalized = normalizePassword(password);
+  if (normalized === undefined) throw new Error('the password must be 8 to 72 characters after NFKC normalisation');
+  const passwordHash = await (await testPasswordHasher()).hash(normalized);
+  const row = await insertUser(ctx.db, { id: randomUUID(), username, email, phone: null, password_hash: passwordHash, is_email_verified: true }, ctx.clock.now());
+  return { id: row.id, username: row.username, email: row.email!, password };
 }
 
 /** A parsed Set-Cookie header. */

@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { unbanUser } from '../../src/modules/users/users.repo.js';
 import { banUser } from '../../src/modules/users/users.service.js';
 import { createTestContext, type TestContext } from '../helpers/context.js';
-import { createVerifiedUser, expectError, PASSWORD, postJson, refresh, setCookies, signIn, withBearer } from '../helpers/flows.js';
+import { expectError, insertVerifiedUser, PASSWORD, postJson, refresh, setCookies, signIn, withBearer } from '../helpers/flows.js';
 import { codeNow, enrolled, passwordStep, secondStep } from '../helpers/mfa.js';
 import { passkeySignIn, withPasskey } from '../helpers/passkeys.js';
 
@@ -27,7 +27,7 @@ const signInWith = (username: string, password = PASSWORD) => postJson(ctx, '/au
 
 describe('a ban in force', () => {
   it('revokes every session at once; Bearer and refresh fail; a right password answers 403 auth.user_banned, a wrong one 401, and no cookie is set', async () => {
-    const user = await createVerifiedUser(ctx);
+    const user = await insertVerifiedUser(ctx);
     const first = await signIn(ctx, { username: user.username, password: PASSWORD });
     const second = await signIn(ctx, { username: user.username, password: PASSWORD });
     expect((await withBearer(ctx, 'GET', '/auth/v0/me', first.accessToken)).statusCode).toBe(200);
@@ -50,7 +50,7 @@ describe('a ban in force', () => {
   });
 
   it('the Bearer check itself refuses a banned user whose session was not revoked (no extra round trip: the session statement reads the ban)', async () => {
-    const user = await createVerifiedUser(ctx);
+    const user = await insertVerifiedUser(ctx);
     const session = await signIn(ctx, { username: user.username, password: PASSWORD });
     // Only the ban columns, as a ban that raced the sign-in would leave them before its revocation.
     await ctx.db.query('UPDATE users SET banned_at = $2 WHERE id = $1', [user.id, ctx.clock.now()]);
@@ -80,7 +80,7 @@ describe('a ban in force', () => {
 
 describe('the end of a ban', () => {
   it('a ban with an end stops by itself at that instant', async () => {
-    const user = await createVerifiedUser(ctx);
+    const user = await insertVerifiedUser(ctx);
     await ban(user.id, new Date(ctx.clock.now().getTime() + 3_600_000));
     expectError(await signInWith(user.username), 403, 'auth.user_banned');
     ctx.clock.advance(3_599);
@@ -92,7 +92,7 @@ describe('the end of a ban', () => {
   });
 
   it('an unban restores sign-in but not the sessions the ban revoked; a second unban lifts nothing; a new ban replaces the one in force', async () => {
-    const user = await createVerifiedUser(ctx);
+    const user = await insertVerifiedUser(ctx);
     const before = await signIn(ctx, { username: user.username, password: PASSWORD });
     await ban(user.id, new Date(ctx.clock.now().getTime() + 60_000));
     await ban(user.id); // indefinite now
@@ -112,7 +112,7 @@ describe('the end of a ban', () => {
 
 describe('a user without a password', () => {
   it('password sign-in answers 401 auth.invalid_credentials, as for a wrong password, and sets last_sign_in_at only on a session', async () => {
-    const user = await createVerifiedUser(ctx);
+    const user = await insertVerifiedUser(ctx);
     await ctx.db.query('UPDATE users SET password_hash = NULL WHERE id = $1', [user.id]);
     expectError(await signInWith(user.username), 401, 'auth.invalid_credentials');
     expect(ctx.logs.some((l) => l.event === 'sign_in.failed' && l.userId === user.id && l.reason === 'no_password')).toBe(true);
@@ -121,7 +121,7 @@ describe('a user without a password', () => {
   });
 
   it('a sign-in records last_sign_in_at', async () => {
-    const user = await createVerifiedUser(ctx);
+    const user = await insertVerifiedUser(ctx);
     ctx.clock.advance(7);
     await signIn(ctx, { username: user.username, password: PASSWORD });
     const { rows } = await ctx.db.query<{ last_sign_in_at: Date | null }>('SELECT last_sign_in_at FROM users WHERE id = $1', [user.id]);

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { LightMyRequestResponse } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestContext, type TestContext } from '../helpers/context.js';
-import { createVerifiedUser, expectError, keysOf, postJson, refresh, refreshCookieOf, setCookies, signIn, withBearer } from '../helpers/flows.js';
+import { expectError, insertVerifiedUser, keysOf, postJson, refresh, refreshCookieOf, setCookies, signIn, withBearer } from '../helpers/flows.js';
 
 let ctx: TestContext;
 beforeAll(async () => {
@@ -73,7 +73,7 @@ function trySignIn(username: string, password: string): Promise<LightMyRequestRe
 
 describe('GET /auth/v0/me', () => {
   it('200 with exactly {user, session_id} of the caller', async () => {
-    const user = await createVerifiedUser(ctx);
+    const user = await insertVerifiedUser(ctx);
     const { accessToken, sessionId } = await signIn(ctx, { username: user.username, password: user.password });
     const res = await me(accessToken);
     expect(res.statusCode).toBe(200);
@@ -97,7 +97,7 @@ describe('GET /auth/v0/me', () => {
 
 describe('GET /auth/v0/sessions', () => {
   it('lists exactly the 3 active sessions of the caller with the Session fields, one of them current', async () => {
-    const user = await createVerifiedUser(ctx);
+    const user = await insertVerifiedUser(ctx);
     const agents = ['agent-one/1.0', 'agent-two/2.0', 'agent-three/3.0'];
     const signIns = [];
     for (const ua of agents) signIns.push(await signIn(ctx, { username: user.username, password: user.password }, { 'user-agent': ua }));
@@ -130,8 +130,8 @@ describe('GET /auth/v0/sessions', () => {
   });
 
   it('does not list revoked sessions nor another user\'s sessions', async () => {
-    const user = await createVerifiedUser(ctx);
-    const other = await createVerifiedUser(ctx);
+    const user = await insertVerifiedUser(ctx);
+    const other = await insertVerifiedUser(ctx);
     const a = await signIn(ctx, { username: user.username, password: user.password });
     const b = await signIn(ctx, { username: user.username, password: user.password });
     const c = await signIn(ctx, { username: user.username, password: user.password });
@@ -150,7 +150,7 @@ describe('GET /auth/v0/sessions', () => {
   });
 
   it('does not list expired sessions', async () => {
-    const user = await createVerifiedUser(ctx);
+    const user = await insertVerifiedUser(ctx);
     const old = await signIn(ctx, { username: user.username, password: user.password });
     // 10 minutes before the old session ends, a new one starts; 11 minutes later the old one has expired.
     ctx.clock.advance(30 * 24 * 3600 - 600);
@@ -171,7 +171,7 @@ describe('GET /auth/v0/sessions', () => {
 
 describe('last_used_at', () => {
   it('is updated by authenticated requests at most once a minute', async () => {
-    const user = await createVerifiedUser(ctx);
+    const user = await insertVerifiedUser(ctx);
     const observed = await signIn(ctx, { username: user.username, password: user.password });
     const observer = await signIn(ctx, { username: user.username, password: user.password });
     const lastUsed = async (): Promise<string | null> => (await listSessions(observer.accessToken)).find((s) => s.id === observed.sessionId)!.last_used_at;
@@ -199,7 +199,7 @@ describe('last_used_at', () => {
   });
 
   it('is updated by refreshes at most once a minute', async () => {
-    const user = await createVerifiedUser(ctx);
+    const user = await insertVerifiedUser(ctx);
     const observed = await signIn(ctx, { username: user.username, password: user.password });
     const observer = await signIn(ctx, { username: user.username, password: user.password });
     const lastUsed = async (): Promise<string | null> => (await listSessions(observer.accessToken)).find((s) => s.id === observed.sessionId)!.last_used_at;
@@ -223,7 +223,7 @@ describe('last_used_at', () => {
 
 describe('DELETE /auth/v0/sessions/{session_id}', () => {
   it('204 for an own other session, which then ends; the caller\'s session goes on; no Set-Cookie', async () => {
-    const user = await createVerifiedUser(ctx);
+    const user = await insertVerifiedUser(ctx);
     const caller = await signIn(ctx, { username: user.username, password: user.password });
     const target = await signIn(ctx, { username: user.username, password: user.password });
 
@@ -243,7 +243,7 @@ describe('DELETE /auth/v0/sessions/{session_id}', () => {
   });
 
   it('accepts the session id in upper case', async () => {
-    const user = await createVerifiedUser(ctx);
+    const user = await insertVerifiedUser(ctx);
     const caller = await signIn(ctx, { username: user.username, password: user.password });
     const target = await signIn(ctx, { username: user.username, password: user.password });
     expectNoContent(await withBearer(ctx, 'DELETE', `/auth/v0/sessions/${target.sessionId.toUpperCase()}`, caller.accessToken));
@@ -251,8 +251,8 @@ describe('DELETE /auth/v0/sessions/{session_id}', () => {
   });
 
   it('403 auth.session_forbidden for another user\'s session, which stays active', async () => {
-    const user = await createVerifiedUser(ctx);
-    const other = await createVerifiedUser(ctx);
+    const user = await insertVerifiedUser(ctx);
+    const other = await insertVerifiedUser(ctx);
     const caller = await signIn(ctx, { username: user.username, password: user.password });
     const foreign = await signIn(ctx, { username: other.username, password: other.password });
 
@@ -266,8 +266,8 @@ describe('DELETE /auth/v0/sessions/{session_id}', () => {
   });
 
   it('403 also for another user\'s already revoked session', async () => {
-    const user = await createVerifiedUser(ctx);
-    const other = await createVerifiedUser(ctx);
+    const user = await insertVerifiedUser(ctx);
+    const other = await insertVerifiedUser(ctx);
     const caller = await signIn(ctx, { username: user.username, password: user.password });
     const foreign = await signIn(ctx, { username: other.username, password: other.password });
     expectNoContent(await withBearer(ctx, 'POST', '/auth/v0/logout', foreign.accessToken));
@@ -281,7 +281,7 @@ describe('DELETE /auth/v0/sessions/{session_id}', () => {
     ['a UUID in braces', `%7B${randomUUID()}%7D`],
     ['an SQL-looking id', "1'%20OR%20'1'='1"],
   ])('404 auth.session_not_found for %s, without Set-Cookie', async (_what, id) => {
-    const user = await createVerifiedUser(ctx);
+    const user = await insertVerifiedUser(ctx);
     const caller = await signIn(ctx, { username: user.username, password: user.password });
     const res = await withBearer(ctx, 'DELETE', `/auth/v0/sessions/${id}`, caller.accessToken);
     expectError(res, 404, 'auth.session_not_found');
@@ -297,8 +297,8 @@ describe('DELETE /auth/v0/sessions/{session_id}', () => {
 
 describe('DELETE /auth/v0/sessions', () => {
   it('204 with the clearing cookie; every session of the user ends, other users are unaffected', async () => {
-    const user = await createVerifiedUser(ctx);
-    const other = await createVerifiedUser(ctx);
+    const user = await insertVerifiedUser(ctx);
+    const other = await insertVerifiedUser(ctx);
     const mine = [];
     for (let i = 0; i < 3; i++) mine.push(await signIn(ctx, { username: user.username, password: user.password }));
     const theirs = await signIn(ctx, { username: other.username, password: other.password });
@@ -330,7 +330,7 @@ describe('DELETE /auth/v0/sessions', () => {
 
 describe('POST /auth/v0/logout', () => {
   it('204 with the clearing cookie; the session ends for both tokens; other sessions go on', async () => {
-    const user = await createVerifiedUser(ctx);
+    const user = await insertVerifiedUser(ctx);
     const s = await signIn(ctx, { username: user.username, password: user.password });
     const sibling = await signIn(ctx, { username: user.username, password: user.password });
 
@@ -345,7 +345,7 @@ describe('POST /auth/v0/logout', () => {
   });
 
   it('ends the session for a refresh token obtained by rotation too', async () => {
-    const user = await createVerifiedUser(ctx);
+    const user = await insertVerifiedUser(ctx);
     const s = await signIn(ctx, { username: user.username, password: user.password });
     const rotated = await refresh(ctx, s.refreshToken);
     expect(rotated.statusCode).toBe(200);
@@ -365,7 +365,7 @@ describe('POST /auth/v0/logout', () => {
 
 describe('POST /auth/v0/change-password', () => {
   it('204 with the clearing cookie; all sessions end; only the new password signs in', async () => {
-    const user = await createVerifiedUser(ctx);
+    const user = await insertVerifiedUser(ctx);
     const a = await signIn(ctx, { username: user.username, password: user.password });
     const b = await signIn(ctx, { username: user.username, password: user.password });
 
@@ -383,7 +383,7 @@ describe('POST /auth/v0/change-password', () => {
   });
 
   it('401 auth.invalid_current_password for a wrong current password, and nothing changes', async () => {
-    const user = await createVerifiedUser(ctx);
+    const user = await insertVerifiedUser(ctx);
     const a = await signIn(ctx, { username: user.username, password: user.password });
     const b = await signIn(ctx, { username: user.username, password: user.password });
 
@@ -408,7 +408,7 @@ describe('POST /auth/v0/change-password', () => {
     ['a number as new_password', (p: string) => ({ current_password: p, new_password: 123456789 })],
     ['an array body', (p: string) => [p, NEW_PASSWORD]],
   ])('400 auth.change_password.validation_failed for %s, and nothing changes', async (_what, makeBody) => {
-    const user = await createVerifiedUser(ctx);
+    const user = await insertVerifiedUser(ctx);
     const s = await signIn(ctx, { username: user.username, password: user.password });
     const res = await changePassword(s.accessToken, makeBody(user.password));
     expectError(res, 400, 'auth.change_password.validation_failed');
@@ -418,7 +418,7 @@ describe('POST /auth/v0/change-password', () => {
   });
 
   it('400 auth.change_password.validation_failed for malformed JSON, a non-JSON content type and an empty body', async () => {
-    const user = await createVerifiedUser(ctx);
+    const user = await insertVerifiedUser(ctx);
     const s = await signIn(ctx, { username: user.username, password: user.password });
     const send = (headers: Record<string, string>, payload?: string) =>
       ctx.app.inject({ method: 'POST', url: '/auth/v0/change-password', headers: { authorization: `Bearer ${s.accessToken}`, ...headers }, ...(payload === undefined ? {} : { payload }) });
@@ -438,7 +438,7 @@ describe('POST /auth/v0/change-password', () => {
   });
 
   it('two parallel changes: exactly one 204, the other 401, and only the winner\'s new password works', async () => {
-    const user = await createVerifiedUser(ctx);
+    const user = await insertVerifiedUser(ctx);
     const a = await signIn(ctx, { username: user.username, password: user.password });
     const b = await signIn(ctx, { username: user.username, password: user.password });
     const passwords = ['first new passphrase 1', 'second new passphrase 2'];
@@ -462,7 +462,7 @@ describe('POST /auth/v0/change-password', () => {
 
 describe('Bearer routes with a revoked session', () => {
   it('every Bearer route answers 401 auth.invalid_access_token with exactly {code, message}', async () => {
-    const user = await createVerifiedUser(ctx);
+    const user = await insertVerifiedUser(ctx);
     const s = await signIn(ctx, { username: user.username, password: user.password });
     const keep = await signIn(ctx, { username: user.username, password: user.password });
     expectNoContent(await withBearer(ctx, 'POST', '/auth/v0/logout', s.accessToken));
@@ -489,7 +489,7 @@ describe('Bearer routes with a revoked session', () => {
 
 describe('sign-in racing change-password', () => {
   it('no session signed in with the old password survives the change', async () => {
-    const user = await createVerifiedUser(ctx);
+    const user = await insertVerifiedUser(ctx);
     const first = await signIn(ctx, { username: user.username, password: user.password });
     const newPassword = 'a brand new password 42';
     const [change, ...signIns] = await Promise.all([
@@ -517,7 +517,7 @@ describe('ids of sessions, devices and refresh tokens are time-ordered (UUID ver
   const timeOf = (id: string): number => parseInt(id.replace(/-/g, '').slice(0, 12), 16);
 
   it('a sign-in and a refresh make ids whose first 48 bits are the time they were made, the newer token\'s sorting after the older', async () => {
-    const user = await createVerifiedUser(ctx);
+    const user = await insertVerifiedUser(ctx);
     const before = Date.now();
     const s = await signIn(ctx, { username: user.username, password: user.password });
     const rotated = await refresh(ctx, s.refreshToken);

@@ -3,7 +3,7 @@ import { createLocalJWKSet, decodeJwt, decodeProtectedHeader, jwtVerify, type JS
 import type { LightMyRequestResponse } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestContext, type TestContext } from '../helpers/context.js';
-import { createVerifiedUser, expectError, keysOf, PASSWORD, postJson, refresh, refreshCookieOf, signIn, signUp, type SetCookie, withBearer } from '../helpers/flows.js';
+import { createVerifiedUser, expectError, insertVerifiedUser, keysOf, PASSWORD, postJson, refresh, refreshCookieOf, signIn, signUp, type SetCookie, withBearer } from '../helpers/flows.js';
 
 /** SESSION_TTL_SECONDS default (README "Configuration"): absolute session lifetime = cookie Max-Age. */
 const SESSION_TTL = 2_592_000;
@@ -61,7 +61,7 @@ async function getJwks(): Promise<{ res: LightMyRequestResponse; jwks: JSONWebKe
 
 describe('POST /auth/v0/sign-in', () => {
   it('200 by username (any case) with exactly {user, session_id, tokens:{access_token}} and the refresh cookie', async () => {
-    const user = await createVerifiedUser(ctx);
+    const user = await insertVerifiedUser(ctx);
     for (const username of [user.username, user.username.toUpperCase()]) {
       const res = await postJson(ctx, '/auth/v0/sign-in', { username, password: user.password });
       const { body } = expectSignInOk(res, user);
@@ -77,7 +77,7 @@ describe('POST /auth/v0/sign-in', () => {
   });
 
   it('200 by email in any case', async () => {
-    const user = await createVerifiedUser(ctx);
+    const user = await insertVerifiedUser(ctx);
     for (const email of [user.email, user.email.toUpperCase(), user.email.replace(/^./, (c) => c.toUpperCase())]) {
       const res = await postJson(ctx, '/auth/v0/sign-in', { email, password: user.password });
       const { body } = expectSignInOk(res, user);
@@ -121,7 +121,7 @@ describe('POST /auth/v0/sign-in', () => {
   });
 
   it('401 auth.invalid_credentials for an unknown user and a wrong password, with identical bodies', async () => {
-    const user = await createVerifiedUser(ctx);
+    const user = await insertVerifiedUser(ctx);
     const unknown = await postJson(ctx, '/auth/v0/sign-in', { username: 'nobody_here_at_all', password: user.password });
     expectError(unknown, 401, 'auth.invalid_credentials');
     const wrong = await postJson(ctx, '/auth/v0/sign-in', { username: user.username, password: `${user.password}!` });
@@ -134,8 +134,8 @@ describe('POST /auth/v0/sign-in', () => {
   });
 
   it('401 auth.invalid_credentials when the identifiers name different users, with either password', async () => {
-    const a = await createVerifiedUser(ctx);
-    const b = await createVerifiedUser(ctx);
+    const a = await insertVerifiedUser(ctx);
+    const b = await insertVerifiedUser(ctx);
     for (const password of [a.password, b.password]) {
       const res = await postJson(ctx, '/auth/v0/sign-in', { username: a.username, email: b.email, password });
       expectError(res, 401, 'auth.invalid_credentials');
@@ -175,7 +175,7 @@ describe('POST /auth/v0/sign-in', () => {
   });
 
   it('creates one device row and one session row recording ip and user agent', async () => {
-    const user = await createVerifiedUser(ctx);
+    const user = await insertVerifiedUser(ctx);
     const { sessionId, accessToken } = await signIn(ctx, { username: user.username, password: user.password }, { 'user-agent': 'SignInTest/1.0 (vitest)' });
     const now = ctx.clock.now();
 
@@ -212,7 +212,7 @@ describe('POST /auth/v0/sign-in', () => {
 
 describe('POST /auth/v0/refresh', () => {
   it('200 with exactly {tokens:{access_token}, session_id}, the same session, a new cookie with the remaining lifetime', async () => {
-    const user = await createVerifiedUser(ctx);
+    const user = await insertVerifiedUser(ctx);
     const first = await signIn(ctx, { username: user.username, password: user.password });
     ctx.clock.advance(100);
     const res = await refresh(ctx, first.refreshToken);
@@ -249,7 +249,7 @@ describe('POST /auth/v0/refresh', () => {
   });
 
   it('reuse of a rotated token answers auth.refresh_token_reused and revokes the whole family', async () => {
-    const user = await createVerifiedUser(ctx);
+    const user = await insertVerifiedUser(ctx);
     const s = await signIn(ctx, { username: user.username, password: user.password });
     const t1 = s.refreshToken;
     const r1 = await refresh(ctx, t1);
@@ -279,7 +279,7 @@ describe('POST /auth/v0/refresh', () => {
   });
 
   it('stores only hashes: neither token string appears in refresh_tokens (nor in sessions or devices)', async () => {
-    const user = await createVerifiedUser(ctx);
+    const user = await insertVerifiedUser(ctx);
     const s = await signIn(ctx, { username: user.username, password: user.password });
     const r = await refresh(ctx, s.refreshToken);
     expect(r.statusCode).toBe(200);
@@ -301,7 +301,7 @@ describe('POST /auth/v0/refresh', () => {
   });
 
   it('10 parallel refreshes with one token: at most one 200, all others 401', async () => {
-    const user = await createVerifiedUser(ctx);
+    const user = await insertVerifiedUser(ctx);
     const s = await signIn(ctx, { username: user.username, password: user.password });
     const results = await Promise.all(Array.from({ length: 10 }, () => refresh(ctx, s.refreshToken)));
     const ok = results.filter((r) => r.statusCode === 200);
@@ -315,7 +315,7 @@ describe('POST /auth/v0/refresh', () => {
   });
 
   it('refresh does not extend expires_at; after the absolute expiry it answers 401', async () => {
-    const user = await createVerifiedUser(ctx);
+    const user = await insertVerifiedUser(ctx);
     const s = await signIn(ctx, { username: user.username, password: user.password });
     const before = await ctx.db.query<{ expires_at: Date }>('SELECT expires_at FROM sessions WHERE id = $1', [s.sessionId]);
     const expiresAt = new Date(before.rows[0]!.expires_at).getTime();
@@ -333,7 +333,7 @@ describe('POST /auth/v0/refresh', () => {
   });
 
   it('refresh after the 30-day absolute expiry of an untouched session answers 401', async () => {
-    const user = await createVerifiedUser(ctx);
+    const user = await insertVerifiedUser(ctx);
     const s = await signIn(ctx, { username: user.username, password: user.password });
     ctx.clock.advance(SESSION_TTL + 1);
     const res = await refresh(ctx, s.refreshToken);
@@ -341,7 +341,7 @@ describe('POST /auth/v0/refresh', () => {
   });
 
   it('refresh after logout answers 401', async () => {
-    const user = await createVerifiedUser(ctx);
+    const user = await insertVerifiedUser(ctx);
     const s = await signIn(ctx, { username: user.username, password: user.password });
     const out = await withBearer(ctx, 'POST', '/auth/v0/logout', s.accessToken);
     expect(out.statusCode).toBe(204);
@@ -351,7 +351,7 @@ describe('POST /auth/v0/refresh', () => {
 
 describe('access token and JWKS', () => {
   it('the access token is an RS256 at+jwt with the documented claims, verifiable through the JWKS', async () => {
-    const user = await createVerifiedUser(ctx);
+    const user = await insertVerifiedUser(ctx);
     const s = await signIn(ctx, { username: user.username, password: user.password });
     const issuedAt = Math.floor(ctx.clock.now().getTime() / 1000);
     const { jwks } = await getJwks();
