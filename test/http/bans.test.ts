@@ -67,6 +67,27 @@ describe('a ban in force', () => {
     expect(setCookies(res).filter((c) => c.name === 'refresh_token')).toEqual([]);
   });
 
+  it('a passkey sign-in checks the ban first, as every sign-in does: a banned user with an unverified email is told of the ban, and the signature counter does not move', async () => {
+    const { user, authenticator } = await withPasskey(ctx);
+    await ctx.db.query('UPDATE users SET is_email_verified = false WHERE id = $1', [user.id]);
+    await ban(user.id);
+    const counter = async () => (await ctx.db.query<{ counter: number }>('SELECT counter::int AS counter FROM passkeys WHERE user_id = $1', [user.id])).rows[0]!.counter;
+    const before = await counter();
+    const { res } = await passkeySignIn(ctx, authenticator);
+    expectError(res, 403, 'auth.user_banned');
+    expect(await counter()).toBe(before);
+  });
+
+  it('the second step checks the account again: an email made unverified after the password step answers 403 auth.email_not_verified, no session', async () => {
+    const { user, secret } = await enrolled(ctx);
+    const challenge = await passwordStep(ctx, user.username);
+    await ctx.db.query('UPDATE users SET is_email_verified = false WHERE id = $1', [user.id]);
+    const sessions = async () => (await ctx.db.query<{ n: number }>('SELECT count(*)::int AS n FROM sessions WHERE user_id = $1', [user.id])).rows[0]!.n;
+    const before = await sessions(); // the one the enrolment signed in with
+    expectError(await secondStep(ctx, challenge, { code: codeNow(ctx, secret) }), 403, 'auth.email_not_verified');
+    expect(await sessions()).toBe(before);
+  });
+
   it('with a second factor: the password step answers 403 auth.user_banned, and a challenge from before the ban does not complete', async () => {
     const { user, secret } = await enrolled(ctx);
     const challenge = await passwordStep(ctx, user.username);

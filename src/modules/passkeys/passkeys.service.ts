@@ -143,13 +143,13 @@ export interface PasskeysService {
   recordAuthentication(owner: PasskeyWithOwner, assertion: PasskeyAssertion, client: ClientContext): Promise<void>;
 }
 
-/** A blank name is no name. */
 /** What a verified assertion tells of its authenticator ({@link PasskeysService.verifyAuthentication}). */
 export interface PasskeyAssertion {
   readonly newCounter: number;
   readonly backedUp: boolean;
 }
 
+/** A blank name is no name. */
 const nameOrNull = (name: string | null | undefined): string | null => (name === undefined || name === null || name.trim() === '' ? null : name.trim());
 
 

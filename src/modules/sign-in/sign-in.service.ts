@@ -14,7 +14,7 @@ import { PASSKEY_AMR, type PasskeysService } from '../passkeys/passkeys.service.
 import type { RequestOptions } from '../passkeys/passkeys.schemas.js';
 import { clientNetwork, UNKNOWN_CLIENT } from '../rate-limits/client-network.js';
 import type { RateLimitRules } from '../rate-limits/rate-limits.rules.js';
-import type { RateLimiter, RateLimitVerdict } from '../rate-limits/rate-limits.service.js';
+import type { AccountWindow, RateLimiter, RateLimitVerdict } from '../rate-limits/rate-limits.service.js';
 import type { IssuedTokens, SessionsService } from '../sessions/sessions.service.js';
 import { normalizeEmail, normalizePhone, normalizeUsername } from '../users/identifiers.js';
 import { banInForce, findSignInUser, findUserBan, upgradePasswordHash, type SignInUser, type UserRow } from '../users/users.shared.js';
@@ -123,9 +123,10 @@ export interface SignInService {
   /**
    * The passkey step (docs/api.md#sign-in-with-a-passkey): one statement counts the try against
    * the client's sign-in limit and finds the credential with its owner and the account's failed
-   * sign-ins; the assertion is checked (PasskeysService.verifyAuthentication); an account
-   * locked by failed sign-ins is locked for passkeys too; the signature counter is recorded;
-   * then {@link finishSignIn} with `amr` `["hwk","user"]`.
+   * sign-ins; the assertion is checked (PasskeysService.verifyAuthentication); then
+   * {@link finishSignIn} with `amr` `["hwk","user"]`, the account's window (an account locked
+   * by failed sign-ins is locked for passkeys too) and the signature counter as its last check
+   * (PasskeysService.recordAuthentication).
    * @throws AppError `auth.passkeys.missing_challenge`, `auth.passkeys.invalid_response` (401),
    *   `auth.sign_in.too_many_attempts` (429, Retry-After), and {@link finishSignIn}'s refusals.
    */
@@ -133,19 +134,31 @@ export interface SignInService {
   /**
    * The end of every sign-in whose credential checked out, so no way in can go around what the
    * account requires, in this order: a ban in force refuses; an email that is not verified
-   * refuses; a user with a second factor gets a challenge ({@link MFA_CHALLENGE_TTL_SECONDS} s,
-   * {@link MAX_CHALLENGE_ATTEMPTS} tries, remembering `amr`) unless `amr` already proves two
-   * factors ({@link provesTwoFactors}); otherwise a session with `amr`
-   * (SessionsService.createSession), created only while the user's `password_version` is still
-   * `checkedPasswordVersion` (by default the one read with `user`). `forgiveKeys`: rate-limit
-   * counts taken back on each of these outcomes (a right credential does not count as a failure).
+   * refuses; an account over its failed sign-ins refuses (when the step read its window,
+   * `accountWindow`: the password step checks it earlier, before any hash); the step's own
+   * last check runs (`confirm`: a passkey's signature counter); a user with a second factor gets
+   * a challenge ({@link MFA_CHALLENGE_TTL_SECONDS} s, {@link MAX_CHALLENGE_ATTEMPTS} tries,
+   * remembering `amr`) unless `amr` already proves two factors ({@link provesTwoFactors});
+   * otherwise a session with `amr` (SessionsService.createSession), created only while the
+   * user's `password_version` is still `checkedPasswordVersion` (by default the one read with
+   * `user`). `forgiveKeys`: rate-limit counts taken back on a ban, an unverified email, a
+   * challenge or a session (a right credential does not count as a failure), not on a lock.
    * Logs `sign_in.*` security events and counts the outcome (per `method` too).
    * @returns the session or the challenge; undefined when the password changed since it was checked.
-   * @throws AppError `auth.user_banned` (403), `auth.email_not_verified` (403).
+   * @throws AppError `auth.user_banned` (403), `auth.email_not_verified` (403),
+   *   `auth.sign_in.too_many_attempts` (429, Retry-After), and what `confirm` throws.
    */
   finishSignIn(
     user: SignInUser,
-    c: { amr: readonly string[]; client: ClientContext; method: SignInMethod; forgiveKeys?: readonly string[]; checkedPasswordVersion?: number },
+    c: {
+      amr: readonly string[];
+      client: ClientContext;
+      method: SignInMethod;
+      forgiveKeys?: readonly string[];
+      checkedPasswordVersion?: number;
+      accountWindow?: AccountWindow;
+      confirm?: () => Promise<void>;
+    },
   ): Promise<SignInResult | undefined>;
 }
 
@@ -157,6 +170,10 @@ function unknownAccountSubject(subjects: readonly string[]): string {
 /** Builds the {@link SignInService}. */
 export function createSignInService(deps: SignInDeps): SignInService {
   const { db, clock, hasher, limiter, rules, sessions, mfa, passkeys, log, metrics } = deps;
+  // The statement that finds the users reads the failures of unknown identifiers in the window of the account rule.
+  if (rules.signInPerUnknownAccount.windowSeconds !== rules.signInPerAccount.windowSeconds) {
+    throw new Error('signInPerUnknownAccount must have the window of signInPerAccount');
+  }
 
   /** Counts a sign-in's outcome, and for a passkey the passkey metric too (docs/operations.md, metrics). */
   const countOutcome = (method: SignInMethod, outcome: SignInOutcome): void => {
@@ -284,6 +301,12 @@ export function createSignInService(deps: SignInDeps): SignInService {
       countOutcome(method, 'unverified');
       throw new AppError('auth.email_not_verified');
     }
+    if (c.accountWindow !== undefined) {
+      // An account locked by failed sign-ins is locked for every way in.
+      const accountVerdict = limiter.accountVerdict(rules.signInPerAccount, c.accountWindow);
+      if (!accountVerdict.allowed) throw locked(method, accountVerdict.retryAfterSeconds, client.ip, { userId: user.id });
+    }
+    await c.confirm?.();
     const checkedPasswordVersion = c.checkedPasswordVersion ?? user.password_version;
     if (user.mfa_enabled && !provesTwoFactors(amr)) {
       // No session until the second step, which adds `otp` to this step's `amr`.
@@ -435,10 +458,6 @@ export function createSignInService(deps: SignInDeps): SignInService {
       if (!verdict.allowed) throw locked('passkey', verdict.retryAfterSeconds, client.ip);
       const assertion = await passkeys.verifyAuthentication(cookie, response, owner, client);
       const found = owner!; // verifyAuthentication refuses an unknown credential
-      // An account locked by failed sign-ins is locked for passkeys too.
-      const accountVerdict = limiter.accountVerdict(rules.signInPerAccount, found);
-      if (!accountVerdict.allowed) throw locked('passkey', accountVerdict.retryAfterSeconds, client.ip, { userId: found.id });
-      await passkeys.recordAuthentication(found, assertion, client);
       const {
         window_hits: _hits,
         window_start: _start,
@@ -453,7 +472,15 @@ export function createSignInService(deps: SignInDeps): SignInService {
       // Created only while the password is the one read with the passkey: a session started
       // during a password reset (which ends every session) cannot outlive it. A re-hash of the
       // same password by a parallel sign-in does not stop it (`password_version`).
-      const result = await finishSignIn(user, { amr: PASSKEY_AMR, client, method: 'passkey', forgiveKeys: keys });
+      const result = await finishSignIn(user, {
+        amr: PASSKEY_AMR,
+        client,
+        method: 'passkey',
+        forgiveKeys: keys,
+        accountWindow: { window_hits: found.window_hits, window_start: found.window_start },
+        // The counter must go up (a cloned authenticator, or one assertion used twice, is refused).
+        confirm: () => passkeys.recordAuthentication(found, assertion, client),
+      });
       if (result?.kind !== 'session') {
         metrics.passkeySignIn('invalid_response');
         securityEvent(log, 'passkey.sign_in_failed', { userId: user.id, ip: client.ip, reason: 'account_changed' });
