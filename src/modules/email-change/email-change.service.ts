@@ -10,7 +10,7 @@ import type { CodeCheck, OneTimeCodes } from '../codes/one-time-codes.service.js
 import { queueSecurityNotice, type NoticeClient } from '../mail/notices.js';
 import { UNKNOWN_CLIENT } from '../rate-limits/client-network.js';
 import type { RateLimitRules } from '../rate-limits/rate-limits.rules.js';
-import type { RateLimiter } from '../rate-limits/rate-limits.service.js';
+import type { RateLimiter, RateLimitRule } from '../rate-limits/rate-limits.service.js';
 import { findUserByEmail, lockUserRow, replaceEmail, type UserRow } from '../users/users.shared.js';
 import { noticeAddress } from '../users/users.service.js';
 import { changedMembers, toUser } from '../users/users.schemas.js';
@@ -83,10 +83,9 @@ const CHECK_FAILURE: Record<Exclude<CodeCheck['outcome'], 'right'>, ErrorCode> =
 export function createEmailChangeService(deps: EmailChangeDeps): EmailChangeService {
   const { db, clock, currentPassword, codes, limiter, rules, log, metrics, codeTtlSeconds, onEmailQueued } = deps;
 
-  const rateLimited = (retryAfterSeconds: number, ip: string | null, reason: string): AppError => {
-    securityEvent(log, 'email_change.rate_limited', { ip, reason });
-    return new AppError('auth.change_email.rate_limited', { headers: { 'retry-after': String(retryAfterSeconds) } });
-  };
+  /** Counts one request of `subject` under `rule`; over the limit, logs `email_change.rate_limited` and throws the 429. */
+  const enforce = (rule: RateLimitRule, subject: string, ip: string | null, reason: 'request' | 'confirm'): Promise<void> =>
+    limiter.enforce(rule, subject, 'auth.change_email.rate_limited', () => securityEvent(log, 'email_change.rate_limited', { ip, reason }));
 
   return {
     async request(caller, input, client) {
@@ -98,8 +97,7 @@ export function createEmailChangeService(deps: EmailChangeDeps): EmailChangeServ
       // A missing password is the request's 400, before anything counts.
       const missing = missingPassword(user, input.password, 'auth.change_email.validation_failed');
       if (missing !== undefined) throw missing;
-      const verdict = await limiter.hit(rules.changeEmailPerUser, user.id);
-      if (!verdict.allowed) throw rateLimited(verdict.retryAfterSeconds, client.ip, 'request');
+      await enforce(rules.changeEmailPerUser, user.id, client.ip, 'request');
       await currentPassword.verify(caller, input.password, {
         purpose: 'change_email',
         ip: client.ip,
@@ -124,8 +122,7 @@ export function createEmailChangeService(deps: EmailChangeDeps): EmailChangeServ
 
     async confirm(user, input, client) {
       const ip = client.ip ?? UNKNOWN_CLIENT;
-      const verdict = await limiter.hit(rules.changeEmailConfirmPerIp, ip);
-      if (!verdict.allowed) throw rateLimited(verdict.retryAfterSeconds, client.ip, 'confirm');
+      await enforce(rules.changeEmailConfirmPerIp, ip, client.ip, 'confirm');
       const now = clock.now();
       const outcome = await db.transaction(async (tx): Promise<{ failure: ErrorCode } | { user: UserRow; noticeQueued: boolean }> => {
         // The user row first, then the code: the order of every transaction that changes both.

@@ -8,7 +8,7 @@ import { securityEvent } from '../audit/security-events.js';
 import { queueSecurityNotice, type NoticeClient, type SecurityNoticeKind } from '../mail/notices.js';
 import { UNKNOWN_CLIENT } from '../rate-limits/client-network.js';
 import { MFA_FAILURE_NOTICE_THRESHOLD, type RateLimitRules } from '../rate-limits/rate-limits.rules.js';
-import type { RateLimiter } from '../rate-limits/rate-limits.service.js';
+import { tooManyAttempts, type RateLimiter } from '../rate-limits/rate-limits.service.js';
 import type { ClientContext } from '../../plugins/client-context.js';
 import type { Authenticated, IssuedTokens, SessionsService } from '../sessions/sessions.service.js';
 import { findUserById, type UserRow } from '../users/users.shared.js';
@@ -115,14 +115,10 @@ export interface MfaService {
 export function createMfaService(deps: MfaDeps): MfaService {
   const { db, clock, currentPassword, sessions, keys, issuer, limiter, rules, log, metrics, onEmailQueued } = deps;
 
-  const tooMany = (retryAfterSeconds: number): AppError =>
-    new AppError('auth.mfa.too_many_attempts', { headers: { 'retry-after': String(retryAfterSeconds) } });
+  const tooMany = (retryAfterSeconds: number): AppError => tooManyAttempts('auth.mfa.too_many_attempts', retryAfterSeconds);
 
   /** Counts an attempt to enable before the code is checked; only a success takes it back. */
-  const countManageAttempt = async (user: UserRow): Promise<void> => {
-    const verdict = await limiter.hit(rules.mfaManagePerUser, user.id);
-    if (!verdict.allowed) throw tooMany(verdict.retryAfterSeconds);
-  };
+  const countManageAttempt = (user: UserRow): Promise<void> => limiter.enforce(rules.mfaManagePerUser, user.id, 'auth.mfa.too_many_attempts');
 
   /**
    * After a wrong second-factor code of `userId`, the `failures` its account has in the current

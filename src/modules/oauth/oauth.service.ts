@@ -137,11 +137,8 @@ export function createOAuthService(deps: OAuthDeps): OAuthService {
     const redirectTo = redirectTarget(redirectRaw, redirectUrls);
     if (redirectTo === undefined) throw new AppError('auth.oauth.invalid_redirect');
     if (client.ip !== null) {
-      const verdict = await limiter.hit(rules.oauthFlowsPerIp, client.ip);
-      if (!verdict.allowed) {
-        securityEvent(log, 'oauth.rate_limited', { ip: client.ip, provider: p.id });
-        throw new AppError('auth.oauth.too_many_attempts', { headers: { 'retry-after': String(verdict.retryAfterSeconds) } });
-      }
+      const ip = client.ip;
+      await limiter.enforce(rules.oauthFlowsPerIp, ip, 'auth.oauth.too_many_attempts', () => securityEvent(log, 'oauth.rate_limited', { ip, provider: p.id }));
     }
     const state = oidc.randomState();
     const codeVerifier = oidc.randomPKCECodeVerifier();

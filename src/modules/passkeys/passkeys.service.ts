@@ -233,8 +233,7 @@ export function createPasskeysService(deps: PasskeysDeps): PasskeysService {
 
   return {
     async registrationOptions(user) {
-      const verdict = await limiter.hit(rules.passkeyRegistrationPerUser, user.id);
-      if (!verdict.allowed) throw new AppError('auth.passkeys.too_many_attempts', { headers: { 'retry-after': String(verdict.retryAfterSeconds) } });
+      await limiter.enforce(rules.passkeyRegistrationPerUser, user.id, 'auth.passkeys.too_many_attempts');
       const [handle, existing] = await Promise.all([userHandleOf(db, user.id, randomBytes(USER_HANDLE_BYTES)), listPasskeys(db, user.id)]);
       if (existing.length >= MAX_PASSKEYS_PER_USER) throw new AppError('auth.passkeys.limit_reached');
       if (handle === undefined) throw new AppError('auth.invalid_access_token');

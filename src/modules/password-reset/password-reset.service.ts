@@ -12,7 +12,7 @@ import { passkeyNoticeLines } from '../passkeys/passkey-notices.js';
 import { enqueueEmail } from '../mail/mail.shared.js';
 import { UNKNOWN_CLIENT } from '../rate-limits/client-network.js';
 import type { RateLimitRules } from '../rate-limits/rate-limits.rules.js';
-import type { RateLimiter } from '../rate-limits/rate-limits.service.js';
+import { tooManyAttempts, type RateLimiter } from '../rate-limits/rate-limits.service.js';
 import { revokeAllSessions } from '../sessions/sessions.shared.js';
 import type { BreachedPasswordCheck } from '../users/breached-passwords.js';
 import { checkPassword, SERVICE_NAME } from '../users/password-policy.js';
@@ -107,9 +107,6 @@ export function createPasswordResetService(deps: PasswordResetDeps): PasswordRes
     return codes.issue(tx, { purpose: 'password_reset', user: target, ttlSeconds: codeTtlSeconds });
   };
 
-  const rateLimited = (retryAfterSeconds: number): AppError =>
-    new AppError('auth.password_reset.rate_limited', { headers: { 'retry-after': String(retryAfterSeconds) } });
-
   return {
     async request(email, client) {
       const { verdict } = await limiter.hitAll({
@@ -119,7 +116,7 @@ export function createPasswordResetService(deps: PasswordResetDeps): PasswordRes
       });
       if (!verdict.allowed) {
         securityEvent(log, 'password_reset.rate_limited', { ip: client.ip, reason: 'request' });
-        throw rateLimited(verdict.retryAfterSeconds);
+        throw tooManyAttempts('auth.password_reset.rate_limited', verdict.retryAfterSeconds);
       }
       metrics.passwordReset('requested');
       // One durable row for every address, known or not: the same statement either way.
@@ -148,11 +145,9 @@ export function createPasswordResetService(deps: PasswordResetDeps): PasswordRes
       if (newPassword === undefined) {
         throw new AppError('auth.password_reset.validation_failed', { message: 'new_password must be 8 to 72 characters after NFKC normalisation.' });
       }
-      const verdict = await limiter.hit(rules.passwordResetConfirmPerIp, ip);
-      if (!verdict.allowed) {
-        securityEvent(log, 'password_reset.rate_limited', { ip: client.ip, reason: 'confirm' });
-        throw rateLimited(verdict.retryAfterSeconds);
-      }
+      await limiter.enforce(rules.passwordResetConfirmPerIp, ip, 'auth.password_reset.rate_limited', () =>
+        securityEvent(log, 'password_reset.rate_limited', { ip: client.ip, reason: 'confirm' }),
+      );
       const user = await findUserByEmail(db, input.email);
       if (user === undefined || user.email === null) {
         // The same locked lookup as a known address without a live code, so both 410s take alike.

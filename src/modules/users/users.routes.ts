@@ -1,6 +1,6 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from '@sinclair/typebox';
-import { AppError, errorResponses } from '../../errors.js';
+import { errorResponses } from '../../errors.js';
 import { securityEvent } from '../audit/security-events.js';
 import type { RateLimiter, RateLimitRule } from '../rate-limits/rate-limits.service.js';
 import { bearerAuth, callerOf } from '../../plugins/authenticate.js';
@@ -37,11 +37,7 @@ export function usersRoutes(deps: {
       },
       async (request, reply) => {
         // Counted per client IP before any work (docs/api.md#rate-limits); every attempt counts.
-        const verdict = await limiter.hit(signUpPerIp, request.ip);
-        if (!verdict.allowed) {
-          securityEvent(request.log, 'sign_up.rate_limited', { ip: request.ip });
-          throw new AppError('auth.sign_up.too_many_attempts', { headers: { 'retry-after': String(verdict.retryAfterSeconds) } });
-        }
+        await limiter.enforce(signUpPerIp, request.ip, 'auth.sign_up.too_many_attempts', () => securityEvent(request.log, 'sign_up.rate_limited', { ip: request.ip }));
         const user = await users.signUp(request.body);
         return reply.code(201).send({ user: toUser(user) });
       },
