@@ -7,12 +7,12 @@ import { AppError, type ErrorCode } from '../../errors.js';
 import type { AuthMetrics } from '../../metrics.js';
 import { securityEvent } from '../audit/security-events.js';
 import type { CodeCheck, OneTimeCodes } from '../codes/one-time-codes.service.js';
-import { queueSecurityNotice, type NoticeClient } from '../mail/notices.js';
+import { queueUserNotice } from '../mail/notices.js';
+import type { ClientContext } from '../../plugins/client-context.js';
 import { UNKNOWN_CLIENT } from '../rate-limits/client-network.js';
 import type { RateLimitRules } from '../rate-limits/rate-limits.rules.js';
 import type { RateLimiter, RateLimitRule } from '../rate-limits/rate-limits.service.js';
 import { findUserByEmail, lockUserRow, replaceEmail, type UserRow } from '../users/users.shared.js';
-import { noticeAddress } from '../users/users.service.js';
 import { changedMembers, toUser } from '../users/users.schemas.js';
 import { recordEvent } from '../events/events.shared.js';
 
@@ -54,7 +54,7 @@ export interface EmailChangeService {
    *   (401, also when the password or the address changed meanwhile), `auth.change_email.email_taken`
    *   (409), `auth.change_email.rate_limited` (429, body code `auth.change_email.too_many_attempts`, Retry-After).
    */
-  request(caller: Authenticated, input: { newEmail: string; password: string | undefined }, client: NoticeClient): Promise<void>;
+  request(caller: Authenticated, input: { newEmail: string; password: string | undefined }, client: ClientContext): Promise<void>;
   /**
    * Confirms the change with the code sent to the new address. The user row is locked, then the
    * user's latest live email-change code (a wrong code counts one of its 5 tries and commits it).
@@ -69,7 +69,7 @@ export interface EmailChangeService {
    * @throws AppError `auth.change_email.code_expired` / `code_mismatch` / `too_many_attempts` (410),
    *   `auth.change_email.email_taken` (409), `auth.change_email.rate_limited` (429, Retry-After).
    */
-  confirm(user: UserRow, input: { code: string }, client: NoticeClient): Promise<UserRow>;
+  confirm(user: UserRow, input: { code: string }, client: ClientContext): Promise<UserRow>;
 }
 
 /** The 410 of each failed check (docs/api.md#confirm-an-email-change). */
@@ -106,12 +106,11 @@ export function createEmailChangeService(deps: EmailChangeDeps): EmailChangeServ
       });
       if ((await findUserByEmail(db, newEmail)) !== undefined) throw new AppError('auth.change_email.email_taken');
       const now = clock.now();
-      const notice = noticeAddress(user);
       const issued = await db.transaction(async (tx) => {
         // Guarded by the address the caller had: a change confirmed meanwhile makes this one stale.
         const target = { id: user.id, username: user.username, email: user.email };
         if (!(await codes.issue(tx, { purpose: 'email_change', user: target, recipient: newEmail, ttlSeconds: codeTtlSeconds }))) return false;
-        if (notice !== null) await queueSecurityNotice(tx, { kind: 'email_change_requested', recipient: notice, username: user.username, at: now, client });
+        await queueUserNotice(tx, user, { kind: 'email_change_requested', at: now, client });
         return true;
       });
       if (!issued) throw new AppError('auth.invalid_current_password');
@@ -142,9 +141,8 @@ export function createEmailChangeService(deps: EmailChangeDeps): EmailChangeServ
           await codes.revokeAll(tx, 'verification', { id: user.id, email: before.email });
           await codes.revokeAll(tx, 'password_reset', { id: user.id, email: before.email });
         }
-        const notice = noticeAddress(before);
-        if (notice !== null) await queueSecurityNotice(tx, { kind: 'email_changed', recipient: notice, username: before.username, at: now, client });
-        return { user: after, noticeQueued: notice !== null };
+        const noticeQueued = await queueUserNotice(tx, before, { kind: 'email_changed', at: now, client });
+        return { user: after, noticeQueued };
       }).catch(async (err: unknown) => {
         // The right code for an address taken meanwhile: no guess, so its count is taken back.
         if (err instanceof AppError && err.code === 'auth.change_email.email_taken') await limiter.forgive(rules.changeEmailConfirmPerIp, ip);

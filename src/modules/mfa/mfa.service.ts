@@ -5,14 +5,13 @@ import { sha256 } from '../../crypto/secrets.js';
 import { AppError } from '../../errors.js';
 import type { AuthMetrics } from '../../metrics.js';
 import { securityEvent } from '../audit/security-events.js';
-import { queueSecurityNotice, type NoticeClient, type SecurityNoticeKind } from '../mail/notices.js';
+import { queueUserNotice } from '../mail/notices.js';
 import { UNKNOWN_CLIENT } from '../rate-limits/client-network.js';
 import { MFA_FAILURE_NOTICE_THRESHOLD, type RateLimitRules } from '../rate-limits/rate-limits.rules.js';
 import { tooManyAttempts, type RateLimiter } from '../rate-limits/rate-limits.service.js';
 import type { ClientContext } from '../../plugins/client-context.js';
 import type { Authenticated, IssuedTokens, SessionsService } from '../sessions/sessions.service.js';
 import { findUserById, type UserRow } from '../users/users.shared.js';
-import { noticeAddress } from '../users/users.service.js';
 import type { CurrentPasswordCheck } from '../users/current-password.js';
 import {
   acceptTotpStep,
@@ -70,7 +69,7 @@ export interface MfaService {
    * @throws AppError `auth.invalid_current_password` (401), `auth.mfa.already_enabled` (409),
    *   `auth.mfa.too_many_attempts` (429, Retry-After).
    */
-  setup(caller: Authenticated, input: { password?: string | undefined }, client: NoticeClient): Promise<{ secret: string; otpauthUri: string }>;
+  setup(caller: Authenticated, input: { password?: string | undefined }, client: ClientContext): Promise<{ secret: string; otpauthUri: string }>;
   /**
    * Turns TOTP on with a code of the secret from {@link setup}; stores 10 new recovery codes
    * (hashed), queues an `mfa_enabled` notice and records the `mfa.enabled` event
@@ -79,7 +78,7 @@ export interface MfaService {
    * @throws AppError `auth.mfa.validation_failed` (400: no setup), `auth.mfa.invalid_code` (401),
    *   `auth.mfa.already_enabled` (409), `auth.mfa.too_many_attempts` (429).
    */
-  enable(user: UserRow, input: { code: string }, client: NoticeClient): Promise<string[]>;
+  enable(user: UserRow, input: { code: string }, client: ClientContext): Promise<string[]>;
   /**
    * Turns TOTP off with the password (CurrentPasswordCheck) and a code (TOTP or recovery code);
    * deletes the secret and the recovery codes, queues an `mfa_disabled` notice and records the
@@ -88,14 +87,14 @@ export interface MfaService {
    * @throws AppError `auth.mfa.validation_failed` (400: not enabled), `auth.invalid_current_password`
    *   (401), `auth.mfa.invalid_code` (401), `auth.mfa.too_many_attempts` (429).
    */
-  disable(caller: Authenticated, input: { password?: string | undefined; code: string }, client: NoticeClient): Promise<void>;
+  disable(caller: Authenticated, input: { password?: string | undefined; code: string }, client: ClientContext): Promise<void>;
   /**
    * Replaces the recovery codes (the old set dies), with the password and a code (TOTP or
    * recovery code); queues a `recovery_codes_regenerated` notice.
    * @returns the new codes, shown once.
    * @throws as {@link disable}.
    */
-  regenerateRecoveryCodes(caller: Authenticated, input: { password?: string | undefined; code: string }, client: NoticeClient): Promise<string[]>;
+  regenerateRecoveryCodes(caller: Authenticated, input: { password?: string | undefined; code: string }, client: ClientContext): Promise<string[]>;
   /**
    * The second step of a sign-in: the challenge of the `mfa_challenge` cookie (locked; dead
    * after 5 wrong codes or 300 s) and a TOTP code (a time step accepted once, never again) or an
@@ -128,14 +127,14 @@ export function createMfaService(deps: MfaDeps): MfaService {
    * 800-63B-4 §3.2.2 (rate limiting), OWASP ASVS 5.0 V6.3.5 (the user is told of suspicious
    * authentication attempts).
    */
-  const afterWrongCode = async (userId: string, failures: number | undefined, client: NoticeClient): Promise<void> => {
+  const afterWrongCode = async (userId: string, failures: number | undefined, client: ClientContext): Promise<void> => {
     // A limit below the threshold refuses before the threshold is reached: the notice goes at the limit then.
     const threshold = Math.min(MFA_FAILURE_NOTICE_THRESHOLD, rules.mfaSignInPerAccount.limit);
     if (failures === undefined || failures < threshold) return;
     try {
       if (!(await limiter.hit(rules.mfaFailureNoticePerAccount, userId)).allowed) return;
       const user = await findUserById(db, userId);
-      if (user === undefined || !(await notice(db, user, 'mfa_codes_failing', client))) return;
+      if (user === undefined || !(await queueUserNotice(db, user, { kind: 'mfa_codes_failing', at: clock.now(), client }))) return;
       onEmailQueued();
       securityEvent(log, 'mfa.codes_failing_notice', { userId, ip: client.ip });
     } catch (err) {
@@ -171,13 +170,6 @@ export function createMfaService(deps: MfaDeps): MfaService {
     return hash !== undefined && (await useRecoveryCode(tx, { userId: c.userId, hash, now: clock.now() })) ? 'recovery_code' : undefined;
   };
 
-  /** Queues a notice to the user's verified address in `tx`. @returns whether one was queued. */
-  const notice = async (tx: Queryable, user: UserRow, kind: SecurityNoticeKind, client: NoticeClient): Promise<boolean> => {
-    const address = noticeAddress(user);
-    if (address === null) return false;
-    await queueSecurityNotice(tx, { kind, recipient: address, username: user.username, at: clock.now(), client });
-    return true;
-  };
 
   /** New recovery codes for `userId`, stored hashed in `tx`; returns them in the clear, once. */
   const storeNewRecoveryCodes = async (tx: Queryable, userId: string): Promise<string[]> => {
@@ -195,7 +187,7 @@ export function createMfaService(deps: MfaDeps): MfaService {
   const withPasswordAndCode = async <T>(
     caller: Authenticated,
     input: { password?: string | undefined; code: string },
-    c: { purpose: 'mfa_disable' | 'mfa_recovery_codes'; client: NoticeClient },
+    c: { purpose: 'mfa_disable' | 'mfa_recovery_codes'; client: ClientContext },
     change: (tx: Queryable) => Promise<T>,
   ): Promise<T> => {
     const { user } = caller;
@@ -249,7 +241,7 @@ export function createMfaService(deps: MfaDeps): MfaService {
         await enableTotp(tx, user.id, clock.now());
         await recordEvent(tx, { type: 'mfa.enabled', data: { user_id: user.id } }, clock.now());
         const codes = await storeNewRecoveryCodes(tx, user.id);
-        return { codes, noticed: await notice(tx, user, 'mfa_enabled', client) };
+        return { codes, noticed: await queueUserNotice(tx, user, { kind: 'mfa_enabled', at: clock.now(), client }) };
       });
       if ('failure' in outcome) {
         if (outcome.failure === 'no_setup') throw new AppError('auth.mfa.validation_failed', { message: 'call /auth/v0/mfa/totp/setup first.' });
@@ -267,7 +259,7 @@ export function createMfaService(deps: MfaDeps): MfaService {
       const noticed = await withPasswordAndCode(caller, input, { purpose: 'mfa_disable', client }, async (tx) => {
         await deleteTotp(tx, user.id);
         await recordEvent(tx, { type: 'mfa.disabled', data: { user_id: user.id } }, clock.now());
-        return notice(tx, user, 'mfa_disabled', client);
+        return queueUserNotice(tx, user, { kind: 'mfa_disabled', at: clock.now(), client });
       });
       if (noticed) onEmailQueued();
       securityEvent(log, 'mfa.disabled', { userId: user.id, ip: client.ip });
@@ -277,7 +269,7 @@ export function createMfaService(deps: MfaDeps): MfaService {
       const { user } = caller;
       const { codes, noticed } = await withPasswordAndCode(caller, input, { purpose: 'mfa_recovery_codes', client }, async (tx) => ({
         codes: await storeNewRecoveryCodes(tx, user.id),
-        noticed: await notice(tx, user, 'recovery_codes_regenerated', client),
+        noticed: await queueUserNotice(tx, user, { kind: 'recovery_codes_regenerated', at: clock.now(), client }),
       }));
       if (noticed) onEmailQueued();
       securityEvent(log, 'mfa.recovery_codes_regenerated', { userId: user.id, ip: client.ip });

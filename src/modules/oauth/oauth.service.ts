@@ -6,14 +6,13 @@ import type { Db, Queryable } from '../../db/db.js';
 import { newRefreshToken, sha256 } from '../../crypto/secrets.js';
 import { AppError, CALLBACK_ERRORS, type CallbackErrorCode } from '../../errors.js';
 import { securityEvent } from '../audit/security-events.js';
-import { queueSecurityNotice } from '../mail/notices.js';
+import { queueUserNotice } from '../mail/notices.js';
 import type { RateLimitRules } from '../rate-limits/rate-limits.rules.js';
 import type { RateLimiter } from '../rate-limits/rate-limits.service.js';
 import { findActiveSessionWithUser } from '../sessions/sessions.shared.js';
 import type { ClientContext } from '../../plugins/client-context.js';
 import type { Authenticated, IssuedTokens, SessionsService } from '../sessions/sessions.service.js';
 import { findSignInUser, findUserByEmail, insertUser, lockUserRow, type UserRow } from '../users/users.shared.js';
-import { noticeAddress } from '../users/users.service.js';
 import { findIdentity, linkIdentity, recordIdentitySignIn, type IdentityRow } from './identities.repo.js';
 import { recordEvent, recordEvents, type NewEvent } from '../events/events.shared.js';
 import { toUser } from '../users/users.schemas.js';
@@ -161,13 +160,9 @@ export function createOAuthService(deps: OAuthDeps): OAuthService {
     return { authorizationUrl: url.href, browserSecret, maxAgeSeconds: FLOW_TTL_SECONDS };
   };
 
-  /** Queues a notice to `user` in `tx` naming the provider; @returns whether one was queued. */
-  const identityNotice = async (tx: Queryable, user: UserRow, kind: 'identity_linked', p: OAuthProviderSettings, client: ClientContext): Promise<boolean> => {
-    const address = noticeAddress(user);
-    if (address === null) return false;
-    await queueSecurityNotice(tx, { kind, recipient: address, username: user.username, at: clock.now(), client, details: [`Provider: ${p.name}`] });
-    return true;
-  };
+  /** {@link queueUserNotice} of `kind` about `user` in `tx`, naming the provider; @returns whether one was queued. */
+  const identityNotice = (tx: Queryable, user: UserRow, kind: 'identity_linked', p: OAuthProviderSettings, client: ClientContext): Promise<boolean> =>
+    queueUserNotice(tx, user, { kind, at: clock.now(), client, details: [`Provider: ${p.name}`] });
 
   /**
    * Creates a user for a provider's first sign-in (docs/api.md#sign-in-mode, step 4) with the
