@@ -59,8 +59,9 @@ export interface UsersDeps {
 export interface UsersService {
   /**
    * Creates a user. First the request counts against its client network (`signUpPerIp`,
-   * docs/api.md#rate-limits; every attempt counts, before any work). Identifiers are normalised (docs/api.md#identifiers) and the password validated
-   * before it is hashed (docs/api.md#passwords): its length, then the password policy of
+   * docs/api.md#rate-limits; every attempt counts, before any work). Identifiers are normalised
+   * (docs/api.md#identifiers) and the password validated before it is hashed
+   * (docs/api.md#passwords): its length, then the password policy of
    * {@link checkPassword} (NIST SP 800-63B-4 §3.1.1.2). With an email, the user, the
    * verification code and its outbox row commit in one transaction (docs/api.md#sign-up), with
    * the `user.created` event (docs/api.md#event-types).
@@ -79,8 +80,8 @@ export interface UsersService {
    * changes exactly one wins; the other gets 401. A verified email address gets a
    * `password_changed` notice from `client`, queued in the same transaction
    * (docs/api.md#security-notices), with the `password.changed` event and a `session.revoked`
-   * event per revoked session (docs/api.md#event-types): the fan-out of
-   * {@link CredentialsChanges}, which also logs the `password.changed` security event after commit.
+   * event per revoked session (docs/api.md#event-types): the fan-out of `CredentialsChanges`
+   * (credentials-changed.ts), which also logs the `password.changed` security event after commit.
    * @throws AppError `auth.change_password.validation_failed` (400) for a bad length or a
    *   password the policy refuses (the message says why), `auth.invalid_current_password` (401),
    *   `auth.change_password.too_many_attempts` (429, Retry-After).
