@@ -241,8 +241,8 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     metrics,
   });
   const currentPassword = createCurrentPasswordCheck({ hasher, limiter, rules, log: app.log, sessions });
-  const users = createUsersService({ db, clock, hasher, verification, codes, onEmailQueued, currentPassword, metrics, breachedPasswords, sessions, log: app.log });
-  const accounts = createAccountsService({ db, clock, currentPassword, onEmailQueued, metrics });
+  const users = createUsersService({ db, clock, hasher, verification, codes, onEmailQueued, currentPassword, metrics, limiter, rules, breachedPasswords, sessions, log: app.log });
+  const accounts = createAccountsService({ db, clock, currentPassword, onEmailQueued, metrics, log: app.log });
   const retention = createRetentionWorker({
     db,
     clock,
@@ -332,7 +332,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   registerMetrics(app, { metrics, db, clock, serveRoute: config.metricsPort === undefined });
   await app.register(
     async (api) => {
-      await api.register(usersRoutes({ users, sessions, limiter, signUpPerIp: rules.signUpPerIp }));
+      await api.register(usersRoutes({ users, sessions }));
       await api.register(emailChangeRoutes({ emailChange, sessions }));
       await api.register(accountsRoutes({ accounts, sessions }));
       await api.register(signInRoutes({ signIn }));

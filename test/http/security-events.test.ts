@@ -41,7 +41,7 @@ describe('security events in the log', () => {
     expect(find('session.revoked', { reason: 'revoked_by_user' })).toMatchObject({ userId: user.id, sessionId: c.sessionId, ip: '127.0.0.1' });
     expect(find('session.revoked', { reason: 'logout' })).toMatchObject({ userId: user.id, sessionId: b.sessionId });
     expect(find('session.revoked', { reason: 'revoke_all' })).toMatchObject({ userId: user.id, sessionId: d.sessionId, count: 1 });
-    expect(find('password.changed')).toMatchObject({ userId: user.id, sessionId: e.sessionId, ip: '127.0.0.1' });
+    expect(find('password.changed')).toMatchObject({ userId: user.id, sessionId: e.sessionId, ip: '127.0.0.1', count: 1 });
 
     // Never a secret, in any line of the flow.
     const text = ctx.rawLogs.slice(from).join('\n');

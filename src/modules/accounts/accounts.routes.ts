@@ -3,7 +3,6 @@ import { Type } from '@sinclair/typebox';
 import { errorResponses } from '../../errors.js';
 import { bearerAuth, callerOf } from '../../plugins/authenticate.js';
 import { TAGS } from '../../plugins/openapi.js';
-import { securityEvent } from '../audit/security-events.js';
 import { clearRefreshCookie } from '../sessions/refresh-cookie.js';
 import type { SessionsService } from '../sessions/sessions.service.js';
 import { DeleteAccountRequestSchema } from './accounts.schemas.js';
@@ -29,9 +28,7 @@ export function accountsRoutes(deps: { accounts: AccountsService; sessions: Sess
         },
       },
       async (request, reply) => {
-        const caller = callerOf(request);
-        await accounts.deleteAccount(caller, { password: request.body.password }, clientContextOf(request));
-        securityEvent(request.log, 'account.deleted', { userId: caller.user.id, sessionId: caller.session.id, ip: request.ip, reason: 'owner' });
+        await accounts.deleteAccount(callerOf(request), { password: request.body.password }, clientContextOf(request));
         clearRefreshCookie(reply);
         return reply.code(204).send(null);
       },

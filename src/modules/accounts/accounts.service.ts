@@ -1,12 +1,14 @@
 import type { Clock } from '../../clock.js';
 import type { Db, Queryable } from '../../db/db.js';
 import { AppError } from '../../errors.js';
-import { createAuthMetrics, type AccountDeletionCause, type AuthMetrics } from '../../metrics.js';
-import { queueSecurityNotice, type NoticeClient } from '../mail/notices.js';
+import type { FastifyBaseLogger } from 'fastify';
+import type { AccountDeletionCause, AuthMetrics } from '../../metrics.js';
+import { securityEvent } from '../audit/security-events.js';
+import { queueUserNotice } from '../mail/notices.js';
+import type { ClientContext } from '../../plugins/client-context.js';
 import { cancelEmailsTo, cancelPendingEmails } from '../mail/mail.shared.js';
 import type { CurrentPasswordCheck } from '../users/current-password.js';
 import type { Authenticated } from '../sessions/sessions.service.js';
-import { noticeAddress } from '../users/users.service.js';
 import { deleteFinishedEmailsTo, deleteUser, type DeletedUser } from './accounts.repo.js';
 import { deleteAccountWindows } from '../rate-limits/rate-limits.shared.js';
 import { recordEvent, type UserDeletedCause } from '../events/events.shared.js';
@@ -33,7 +35,7 @@ export const DELETED_ACCOUNT_REASON = 'account deleted';
  */
 export async function eraseAccount(
   db: Db,
-  d: { userId: string; expectedPasswordVersion?: number | undefined; now: Date; client: NoticeClient; cause: Exclude<UserDeletedCause, 'unverified_expired'> },
+  d: { userId: string; expectedPasswordVersion?: number | undefined; now: Date; client: ClientContext; cause: Exclude<UserDeletedCause, 'unverified_expired'> },
 ): Promise<{ user: DeletedUser; noticeQueued: boolean } | undefined> {
   return db.transaction((tx) => eraseAccountIn(tx, d));
 }
@@ -44,7 +46,7 @@ export async function eraseAccount(
  */
 export async function eraseAccountIn(
   tx: Queryable,
-  d: { userId: string; expectedPasswordVersion?: number | undefined; now: Date; client: NoticeClient; cause: Exclude<UserDeletedCause, 'unverified_expired'> },
+  d: { userId: string; expectedPasswordVersion?: number | undefined; now: Date; client: ClientContext; cause: Exclude<UserDeletedCause, 'unverified_expired'> },
 ): Promise<{ user: DeletedUser; noticeQueued: boolean } | undefined> {
   const user = await deleteUser(tx, d.userId, { expectedPasswordVersion: d.expectedPasswordVersion });
   if (user === undefined) return undefined;
@@ -57,9 +59,8 @@ export async function eraseAccountIn(
   for (const recipient of user.pendingEmailChanges) {
     await cancelPendingEmails(tx, { kind: 'email_change', recipient, reason: DELETED_ACCOUNT_REASON, now: d.now });
   }
-  const address = noticeAddress(user);
-  if (address !== null) await queueSecurityNotice(tx, { kind: 'account_deleted', recipient: address, username: user.username, at: d.now, client: d.client });
-  return { user, noticeQueued: address !== null };
+  const noticeQueued = await queueUserNotice(tx, user, { kind: 'account_deleted', at: d.now, client: d.client });
+  return { user, noticeQueued };
 }
 
 /** Dependencies of {@link createAccountsService}. */
@@ -69,8 +70,9 @@ export interface AccountsDeps {
   /** The check of the current password, whose budget delete-account shares. */
   readonly currentPassword: CurrentPasswordCheck;
   readonly onEmailQueued: () => void;
-  /** Counts deleted accounts; defaults to a registry of its own. */
-  readonly metrics?: AccountsMetrics;
+  /** Counts deleted accounts. */
+  readonly metrics: AccountsMetrics;
+  readonly log: FastifyBaseLogger;
 }
 
 /** The part of {@link AuthMetrics} the accounts service counts. */
@@ -83,16 +85,16 @@ export interface AccountsService {
    * The password is checked by the {@link CurrentPasswordCheck} (one budget per user with the
    * other operations that ask for it; a wrong one counts as a failed sign-in of the account).
    * Then {@link eraseAccount}, guarded by the version of the password that was checked: if the password changed or
-   * the account was deleted meanwhile, nothing is deleted and the answer is 401.
+   * the account was deleted meanwhile, nothing is deleted and the answer is 401. A deletion is
+   * counted (`accountsDeleted('owner')`) and logged as the `account.deleted` security event.
    * @throws AppError `auth.invalid_current_password` (401), `auth.delete_account.too_many_attempts` (429, Retry-After).
    */
-  deleteAccount(caller: Authenticated, input: { password: string | undefined }, client: NoticeClient): Promise<void>;
+  deleteAccount(caller: Authenticated, input: { password: string | undefined }, client: ClientContext): Promise<void>;
 }
 
 /** Builds the {@link AccountsService}. */
 export function createAccountsService(deps: AccountsDeps): AccountsService {
-  const { db, clock, currentPassword, onEmailQueued } = deps;
-  const metrics: AccountsMetrics = deps.metrics ?? createAuthMetrics();
+  const { db, clock, currentPassword, onEmailQueued, metrics, log } = deps;
   return {
     async deleteAccount(caller, input, client) {
       const { user } = caller;
@@ -106,6 +108,7 @@ export function createAccountsService(deps: AccountsDeps): AccountsService {
       if (erased === undefined) throw new AppError('auth.invalid_current_password');
       metrics.accountsDeleted('owner');
       if (erased.noticeQueued) onEmailQueued();
+      securityEvent(log, 'account.deleted', { userId: user.id, sessionId: caller.session.id, ip: client.ip, reason: 'owner' });
     },
   };
 }

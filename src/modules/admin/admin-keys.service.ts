@@ -111,11 +111,7 @@ export function createAdminKeyAuthenticator(deps: {
         log.info({ keyId: id, reason: row === undefined ? 'unknown_key' : !matches ? 'wrong_key' : 'dead_key' }, 'admin API key refused');
         throw new AppError('admin.invalid_api_key');
       }
-      const verdict = await limiter.hit(rule, id);
-      if (!verdict.allowed) {
-        log.warn({ keyId: id }, 'admin API key over its rate limit');
-        throw new AppError('admin.too_many_requests', { headers: { 'retry-after': String(verdict.retryAfterSeconds) } });
-      }
+      await limiter.enforce(rule, id, 'admin.too_many_requests', () => log.warn({ keyId: id }, 'admin API key over its rate limit'));
       if (row.last_use_stale) await touchAdminKey(db, id, now);
       return { keyId: id, keyName: row.name, scopes: row.scopes };
     },

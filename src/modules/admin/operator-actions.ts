@@ -2,7 +2,7 @@ import type { Clock } from '../../clock.js';
 import type { Db } from '../../db/db.js';
 import { eraseAccountIn } from '../accounts/accounts.service.js';
 import type { DeletedUser } from '../accounts/accounts.shared.js';
-import type { NoticeClient } from '../mail/notices.js';
+import type { ClientContext } from '../../plugins/client-context.js';
 import { revokeActiveSessions } from '../sessions/sessions.shared.js';
 import { lockUser } from '../users/users.shared.js';
 import type { ChangeOptions } from '../webhooks/webhooks.service.js';
@@ -18,7 +18,7 @@ export { CLI_ACTOR } from './admin-audit.repo.js';
  */
 
 /** Where an operator's change comes from, as a security notice tells it: no network address, no user agent ("an operator of the service"). */
-export const OPERATOR_CLIENT: NoticeClient = Object.freeze({ ip: null, userAgent: null });
+export const OPERATOR_CLIENT: ClientContext = Object.freeze({ ip: null, userAgent: null });
 
 /**
  * Deletes the account `userId` as its owner's deletion does (docs/api.md#delete-account: the

@@ -7,12 +7,12 @@ import { AppError, type ErrorCode } from '../../errors.js';
 import type { AuthMetrics } from '../../metrics.js';
 import { securityEvent } from '../audit/security-events.js';
 import type { CodeCheck, OneTimeCodes } from '../codes/one-time-codes.service.js';
-import { queueSecurityNotice, type NoticeClient } from '../mail/notices.js';
+import { queueUserNotice } from '../mail/notices.js';
+import type { ClientContext } from '../../plugins/client-context.js';
 import { UNKNOWN_CLIENT } from '../rate-limits/client-network.js';
 import type { RateLimitRules } from '../rate-limits/rate-limits.rules.js';
-import type { RateLimiter } from '../rate-limits/rate-limits.service.js';
+import type { RateLimiter, RateLimitRule } from '../rate-limits/rate-limits.service.js';
 import { findUserByEmail, lockUserRow, replaceEmail, type UserRow } from '../users/users.shared.js';
-import { noticeAddress } from '../users/users.service.js';
 import { changedMembers, toUser } from '../users/users.schemas.js';
 import { recordEvent } from '../events/events.shared.js';
 
@@ -54,7 +54,7 @@ export interface EmailChangeService {
    *   (401, also when the password or the address changed meanwhile), `auth.change_email.email_taken`
    *   (409), `auth.change_email.rate_limited` (429, body code `auth.change_email.too_many_attempts`, Retry-After).
    */
-  request(caller: Authenticated, input: { newEmail: string; password: string | undefined }, client: NoticeClient): Promise<void>;
+  request(caller: Authenticated, input: { newEmail: string; password: string | undefined }, client: ClientContext): Promise<void>;
   /**
    * Confirms the change with the code sent to the new address. The user row is locked, then the
    * user's latest live email-change code (a wrong code counts one of its 5 tries and commits it).
@@ -69,7 +69,7 @@ export interface EmailChangeService {
    * @throws AppError `auth.change_email.code_expired` / `code_mismatch` / `too_many_attempts` (410),
    *   `auth.change_email.email_taken` (409), `auth.change_email.rate_limited` (429, Retry-After).
    */
-  confirm(user: UserRow, input: { code: string }, client: NoticeClient): Promise<UserRow>;
+  confirm(user: UserRow, input: { code: string }, client: ClientContext): Promise<UserRow>;
 }
 
 /** The 410 of each failed check (docs/api.md#confirm-an-email-change). */
@@ -83,10 +83,9 @@ const CHECK_FAILURE: Record<Exclude<CodeCheck['outcome'], 'right'>, ErrorCode> =
 export function createEmailChangeService(deps: EmailChangeDeps): EmailChangeService {
   const { db, clock, currentPassword, codes, limiter, rules, log, metrics, codeTtlSeconds, onEmailQueued } = deps;
 
-  const rateLimited = (retryAfterSeconds: number, ip: string | null, reason: string): AppError => {
-    securityEvent(log, 'email_change.rate_limited', { ip, reason });
-    return new AppError('auth.change_email.rate_limited', { headers: { 'retry-after': String(retryAfterSeconds) } });
-  };
+  /** Counts one request of `subject` under `rule`; over the limit, logs `email_change.rate_limited` and throws the 429. */
+  const enforce = (rule: RateLimitRule, subject: string, ip: string | null, reason: 'request' | 'confirm'): Promise<void> =>
+    limiter.enforce(rule, subject, 'auth.change_email.rate_limited', () => securityEvent(log, 'email_change.rate_limited', { ip, reason }));
 
   return {
     async request(caller, input, client) {
@@ -98,8 +97,7 @@ export function createEmailChangeService(deps: EmailChangeDeps): EmailChangeServ
       // A missing password is the request's 400, before anything counts.
       const missing = missingPassword(user, input.password, 'auth.change_email.validation_failed');
       if (missing !== undefined) throw missing;
-      const verdict = await limiter.hit(rules.changeEmailPerUser, user.id);
-      if (!verdict.allowed) throw rateLimited(verdict.retryAfterSeconds, client.ip, 'request');
+      await enforce(rules.changeEmailPerUser, user.id, client.ip, 'request');
       await currentPassword.verify(caller, input.password, {
         purpose: 'change_email',
         ip: client.ip,
@@ -108,12 +106,11 @@ export function createEmailChangeService(deps: EmailChangeDeps): EmailChangeServ
       });
       if ((await findUserByEmail(db, newEmail)) !== undefined) throw new AppError('auth.change_email.email_taken');
       const now = clock.now();
-      const notice = noticeAddress(user);
       const issued = await db.transaction(async (tx) => {
         // Guarded by the address the caller had: a change confirmed meanwhile makes this one stale.
         const target = { id: user.id, username: user.username, email: user.email };
         if (!(await codes.issue(tx, { purpose: 'email_change', user: target, recipient: newEmail, ttlSeconds: codeTtlSeconds }))) return false;
-        if (notice !== null) await queueSecurityNotice(tx, { kind: 'email_change_requested', recipient: notice, username: user.username, at: now, client });
+        await queueUserNotice(tx, user, { kind: 'email_change_requested', at: now, client });
         return true;
       });
       if (!issued) throw new AppError('auth.invalid_current_password');
@@ -124,8 +121,7 @@ export function createEmailChangeService(deps: EmailChangeDeps): EmailChangeServ
 
     async confirm(user, input, client) {
       const ip = client.ip ?? UNKNOWN_CLIENT;
-      const verdict = await limiter.hit(rules.changeEmailConfirmPerIp, ip);
-      if (!verdict.allowed) throw rateLimited(verdict.retryAfterSeconds, client.ip, 'confirm');
+      await enforce(rules.changeEmailConfirmPerIp, ip, client.ip, 'confirm');
       const now = clock.now();
       const outcome = await db.transaction(async (tx): Promise<{ failure: ErrorCode } | { user: UserRow; noticeQueued: boolean }> => {
         // The user row first, then the code: the order of every transaction that changes both.
@@ -145,9 +141,8 @@ export function createEmailChangeService(deps: EmailChangeDeps): EmailChangeServ
           await codes.revokeAll(tx, 'verification', { id: user.id, email: before.email });
           await codes.revokeAll(tx, 'password_reset', { id: user.id, email: before.email });
         }
-        const notice = noticeAddress(before);
-        if (notice !== null) await queueSecurityNotice(tx, { kind: 'email_changed', recipient: notice, username: before.username, at: now, client });
-        return { user: after, noticeQueued: notice !== null };
+        const noticeQueued = await queueUserNotice(tx, before, { kind: 'email_changed', at: now, client });
+        return { user: after, noticeQueued };
       }).catch(async (err: unknown) => {
         // The right code for an address taken meanwhile: no guess, so its count is taken back.
         if (err instanceof AppError && err.code === 'auth.change_email.email_taken') await limiter.forgive(rules.changeEmailConfirmPerIp, ip);

@@ -1,4 +1,5 @@
 import type { Queryable } from '../../db/db.js';
+import type { ClientContext } from '../../plugins/client-context.js';
 import type { SecurityNoticeKind } from './mail.templates.js';
 import { enqueueEmail } from './outbox.repo.js';
 import { newTimeOrderedId } from '../../crypto/ids.js';
@@ -16,14 +17,6 @@ export const NOTICE_TTL_SECONDS = 86_400;
 /** Longest user agent a notice row keeps, in characters (as a session stores it); the email prints less (`NOTICE_MAX_USER_AGENT_LENGTH`). */
 export const STORED_USER_AGENT_LENGTH = 512;
 
-/** Where a change came from: the client of the request, or nothing for an operator's command. */
-export interface NoticeClient {
-  /** The client IP address as the service sees it (docs/api.md#rate-limits on TRUST_PROXY), or null. */
-  readonly ip: string | null;
-  /** The User-Agent header, or null. */
-  readonly userAgent: string | null;
-}
-
 /** A notice to queue. */
 export interface SecurityNotice {
   readonly kind: SecurityNoticeKind;
@@ -33,7 +26,8 @@ export interface SecurityNotice {
   readonly username: string;
   /** When the change happened (the service's clock). */
   readonly at: Date;
-  readonly client: NoticeClient;
+  /** Where the change came from: the client of the request, or nulls for an operator's command. */
+  readonly client: ClientContext;
   /** Facts particular to the change, one per line (the passkey added or removed, the passkeys an account keeps after a reset). */
   readonly details?: readonly string[];
 }
@@ -68,6 +62,36 @@ export async function queueSecurityNotice(tx: Queryable, notice: SecurityNotice)
     expiresAt: new Date(notice.at.getTime() + NOTICE_TTL_SECONDS * 1000),
   });
   return id;
+}
+
+/** The user a notice is about: whom it greets, and the address it may go to. */
+export interface NoticeUser {
+  readonly username: string;
+  readonly email: string | null;
+  readonly is_email_verified: boolean;
+}
+
+/**
+ * The address a security notice about `user` goes to: its email once verified, else none. An
+ * address whose owner never proved control of it may be a stranger's (typed by mistake or
+ * squatted), who must not learn about an account that uses it.
+ */
+export function noticeAddress(user: Pick<NoticeUser, 'email' | 'is_email_verified'>): string | null {
+  return user.email !== null && user.is_email_verified ? user.email : null;
+}
+
+/**
+ * The security notice `n.kind` about `user`, queued in `tx` ({@link queueSecurityNotice}) to the
+ * user's {@link noticeAddress}, greeting its username: the one way a service tells a user of a
+ * change (docs/api.md#security-notices). Nothing is queued when the user has no verified
+ * address. The caller nudges the outbox worker after commit when this returned true.
+ * @returns whether a notice was queued.
+ */
+export async function queueUserNotice(tx: Queryable, user: NoticeUser, n: Omit<SecurityNotice, 'recipient' | 'username'>): Promise<boolean> {
+  const recipient = noticeAddress(user);
+  if (recipient === null) return false;
+  await queueSecurityNotice(tx, { ...n, recipient, username: user.username });
+  return true;
 }
 
 /** `text` on one line: control characters (line breaks included) replaced by spaces, so a name cannot add lines to a notice. */

@@ -3,12 +3,12 @@ import type { Clock } from '../../clock.js';
 import type { Db, Queryable } from '../../db/db.js';
 import { AppError } from '../../errors.js';
 import { securityEvent } from '../audit/security-events.js';
-import { queueSecurityNotice, type NoticeClient, type SecurityNoticeKind } from '../mail/notices.js';
+import { queueUserNotice } from '../mail/notices.js';
 import { MFA_FAILURE_NOTICE_THRESHOLD, type RateLimitRules } from '../rate-limits/rate-limits.rules.js';
-import type { RateLimiter } from '../rate-limits/rate-limits.service.js';
+import { tooManyAttempts, type RateLimiter } from '../rate-limits/rate-limits.service.js';
+import type { ClientContext } from '../../plugins/client-context.js';
 import type { Authenticated } from '../sessions/sessions.service.js';
 import { findUserById, type UserRow } from '../users/users.shared.js';
-import { noticeAddress } from '../users/users.service.js';
 import type { CurrentPasswordCheck } from '../users/current-password.js';
 import {
   acceptTotpStep,
@@ -56,7 +56,7 @@ export interface MfaService {
    * @throws AppError `auth.invalid_current_password` (401), `auth.mfa.already_enabled` (409),
    *   `auth.mfa.too_many_attempts` (429, Retry-After).
    */
-  setup(caller: Authenticated, input: { password?: string | undefined }, client: NoticeClient): Promise<{ secret: string; otpauthUri: string }>;
+  setup(caller: Authenticated, input: { password?: string | undefined }, client: ClientContext): Promise<{ secret: string; otpauthUri: string }>;
   /**
    * Turns TOTP on with a code of the secret from {@link setup}; stores 10 new recovery codes
    * (hashed), queues an `mfa_enabled` notice and records the `mfa.enabled` event
@@ -65,7 +65,7 @@ export interface MfaService {
    * @throws AppError `auth.mfa.validation_failed` (400: no setup), `auth.mfa.invalid_code` (401),
    *   `auth.mfa.already_enabled` (409), `auth.mfa.too_many_attempts` (429).
    */
-  enable(user: UserRow, input: { code: string }, client: NoticeClient): Promise<string[]>;
+  enable(user: UserRow, input: { code: string }, client: ClientContext): Promise<string[]>;
   /**
    * Turns TOTP off with the password (CurrentPasswordCheck) and a code (TOTP or recovery code);
    * deletes the secret and the recovery codes, queues an `mfa_disabled` notice and records the
@@ -74,14 +74,14 @@ export interface MfaService {
    * @throws AppError `auth.mfa.validation_failed` (400: not enabled), `auth.invalid_current_password`
    *   (401), `auth.mfa.invalid_code` (401), `auth.mfa.too_many_attempts` (429).
    */
-  disable(caller: Authenticated, input: { password?: string | undefined; code: string }, client: NoticeClient): Promise<void>;
+  disable(caller: Authenticated, input: { password?: string | undefined; code: string }, client: ClientContext): Promise<void>;
   /**
    * Replaces the recovery codes (the old set dies), with the password and a code (TOTP or
    * recovery code); queues a `recovery_codes_regenerated` notice.
    * @returns the new codes, shown once.
    * @throws as {@link disable}.
    */
-  regenerateRecoveryCodes(caller: Authenticated, input: { password?: string | undefined; code: string }, client: NoticeClient): Promise<string[]>;
+  regenerateRecoveryCodes(caller: Authenticated, input: { password?: string | undefined; code: string }, client: ClientContext): Promise<string[]>;
   /**
    * Checks a second factor of `userId` at the second step of a sign-in (sign-in.service.ts),
    * inside the caller's transaction `tx`, and uses it up: a TOTP code's time step is accepted
@@ -98,31 +98,27 @@ export interface MfaService {
    * notice that cannot be queued is logged. NIST SP 800-63B-4 §3.2.2 (rate limiting), OWASP ASVS
    * 5.0 V6.3.5 (the user is told of suspicious authentication attempts).
    */
-  reportWrongCode(userId: string, failures: number | undefined, client: NoticeClient): Promise<void>;
+  reportWrongCode(userId: string, failures: number | undefined, client: ClientContext): Promise<void>;
 }
 
 /** Builds the {@link MfaService}. */
 export function createMfaService(deps: MfaDeps): MfaService {
   const { db, clock, currentPassword, keys, issuer, limiter, rules, log, onEmailQueued } = deps;
 
-  const tooMany = (retryAfterSeconds: number): AppError =>
-    new AppError('auth.mfa.too_many_attempts', { headers: { 'retry-after': String(retryAfterSeconds) } });
+  const tooMany = (retryAfterSeconds: number): AppError => tooManyAttempts('auth.mfa.too_many_attempts', retryAfterSeconds);
 
   /** Counts an attempt to enable before the code is checked; only a success takes it back. */
-  const countManageAttempt = async (user: UserRow): Promise<void> => {
-    const verdict = await limiter.hit(rules.mfaManagePerUser, user.id);
-    if (!verdict.allowed) throw tooMany(verdict.retryAfterSeconds);
-  };
+  const countManageAttempt = (user: UserRow): Promise<void> => limiter.enforce(rules.mfaManagePerUser, user.id, 'auth.mfa.too_many_attempts');
 
   /** {@link MfaService.reportWrongCode}. */
-  const afterWrongCode = async (userId: string, failures: number | undefined, client: NoticeClient): Promise<void> => {
+  const afterWrongCode = async (userId: string, failures: number | undefined, client: ClientContext): Promise<void> => {
     // A limit below the threshold refuses before the threshold is reached: the notice goes at the limit then.
     const threshold = Math.min(MFA_FAILURE_NOTICE_THRESHOLD, rules.mfaSignInPerAccount.limit);
     if (failures === undefined || failures < threshold) return;
     try {
       if (!(await limiter.hit(rules.mfaFailureNoticePerAccount, userId)).allowed) return;
       const user = await findUserById(db, userId);
-      if (user === undefined || !(await notice(db, user, 'mfa_codes_failing', client))) return;
+      if (user === undefined || !(await queueUserNotice(db, user, { kind: 'mfa_codes_failing', at: clock.now(), client }))) return;
       onEmailQueued();
       securityEvent(log, 'mfa.codes_failing_notice', { userId, ip: client.ip });
     } catch (err) {
@@ -158,13 +154,6 @@ export function createMfaService(deps: MfaDeps): MfaService {
     return hash !== undefined && (await useRecoveryCode(tx, { userId: c.userId, hash, now: clock.now() })) ? 'recovery_code' : undefined;
   };
 
-  /** Queues a notice to the user's verified address in `tx`. @returns whether one was queued. */
-  const notice = async (tx: Queryable, user: UserRow, kind: SecurityNoticeKind, client: NoticeClient): Promise<boolean> => {
-    const address = noticeAddress(user);
-    if (address === null) return false;
-    await queueSecurityNotice(tx, { kind, recipient: address, username: user.username, at: clock.now(), client });
-    return true;
-  };
 
   /** New recovery codes for `userId`, stored hashed in `tx`; returns them in the clear, once. */
   const storeNewRecoveryCodes = async (tx: Queryable, userId: string): Promise<string[]> => {
@@ -182,7 +171,7 @@ export function createMfaService(deps: MfaDeps): MfaService {
   const withPasswordAndCode = async <T>(
     caller: Authenticated,
     input: { password?: string | undefined; code: string },
-    c: { purpose: 'mfa_disable' | 'mfa_recovery_codes'; client: NoticeClient },
+    c: { purpose: 'mfa_disable' | 'mfa_recovery_codes'; client: ClientContext },
     change: (tx: Queryable) => Promise<T>,
   ): Promise<T> => {
     const { user } = caller;
@@ -236,7 +225,7 @@ export function createMfaService(deps: MfaDeps): MfaService {
         await enableTotp(tx, user.id, clock.now());
         await recordEvent(tx, { type: 'mfa.enabled', data: { user_id: user.id } }, clock.now());
         const codes = await storeNewRecoveryCodes(tx, user.id);
-        return { codes, noticed: await notice(tx, user, 'mfa_enabled', client) };
+        return { codes, noticed: await queueUserNotice(tx, user, { kind: 'mfa_enabled', at: clock.now(), client }) };
       });
       if ('failure' in outcome) {
         if (outcome.failure === 'no_setup') throw new AppError('auth.mfa.validation_failed', { message: 'call /auth/v0/mfa/totp/setup first.' });
@@ -254,7 +243,7 @@ export function createMfaService(deps: MfaDeps): MfaService {
       const noticed = await withPasswordAndCode(caller, input, { purpose: 'mfa_disable', client }, async (tx) => {
         await deleteTotp(tx, user.id);
         await recordEvent(tx, { type: 'mfa.disabled', data: { user_id: user.id } }, clock.now());
-        return notice(tx, user, 'mfa_disabled', client);
+        return queueUserNotice(tx, user, { kind: 'mfa_disabled', at: clock.now(), client });
       });
       if (noticed) onEmailQueued();
       securityEvent(log, 'mfa.disabled', { userId: user.id, ip: client.ip });
@@ -264,7 +253,7 @@ export function createMfaService(deps: MfaDeps): MfaService {
       const { user } = caller;
       const { codes, noticed } = await withPasswordAndCode(caller, input, { purpose: 'mfa_recovery_codes', client }, async (tx) => ({
         codes: await storeNewRecoveryCodes(tx, user.id),
-        noticed: await notice(tx, user, 'recovery_codes_regenerated', client),
+        noticed: await queueUserNotice(tx, user, { kind: 'recovery_codes_regenerated', at: clock.now(), client }),
       }));
       if (noticed) onEmailQueued();
       securityEvent(log, 'mfa.recovery_codes_regenerated', { userId: user.id, ip: client.ip });

@@ -3,11 +3,11 @@ import type { Clock } from '../../clock.js';
 import type { Db } from '../../db/db.js';
 import { AppError } from '../../errors.js';
 import { securityEvent } from '../audit/security-events.js';
-import { queueSecurityNotice, type NoticeClient } from '../mail/notices.js';
+import { queueUserNotice } from '../mail/notices.js';
+import type { ClientContext } from '../../plugins/client-context.js';
 import type { Authenticated, SessionsService } from '../sessions/sessions.service.js';
 import { UUID_PATTERN } from '../tokens/access-token.service.js';
 import { lockUserRow } from '../users/users.shared.js';
-import { noticeAddress } from '../users/users.service.js';
 import { recordEvent } from '../events/events.shared.js';
 import { deleteIdentity, findIdentityById, hasOtherSignInMethod, listIdentities, type IdentityRow } from './identities.repo.js';
 import type { OAuthProviders } from './oauth-providers.js';
@@ -36,7 +36,7 @@ export interface IdentitiesService {
    *   also for an id that is not a UUID), `auth.identities.forbidden` (403),
    *   `auth.identities.last_sign_in_method` (409).
    */
-  unlink(caller: Authenticated, identityId: string, client: NoticeClient): Promise<void>;
+  unlink(caller: Authenticated, identityId: string, client: ClientContext): Promise<void>;
 }
 
 /** Builds the {@link IdentitiesService}. */
@@ -58,12 +58,9 @@ export function createIdentitiesService(deps: IdentitiesDeps): IdentitiesService
         if (!(await hasOtherSignInMethod(tx, userId, identityId))) return 'last' as const;
         if (!(await deleteIdentity(tx, identityId, userId))) return 'not_found' as const;
         await recordEvent(tx, { type: 'identity.unlinked', data: { user_id: userId, identity_id: identity.id, provider: identity.provider } }, clock.now());
-        const address = noticeAddress(user);
-        if (address !== null) {
-          const name = providers.get(identity.provider)?.name ?? identity.provider;
-          await queueSecurityNotice(tx, { kind: 'identity_unlinked', recipient: address, username: user.username, at: clock.now(), client, details: [`Provider: ${name}`] });
-        }
-        return { noticed: address !== null, provider: identity.provider };
+        const name = providers.get(identity.provider)?.name ?? identity.provider;
+        const noticed = await queueUserNotice(tx, user, { kind: 'identity_unlinked', at: clock.now(), client, details: [`Provider: ${name}`] });
+        return { noticed, provider: identity.provider };
       });
       if (outcome === 'not_found') throw new AppError('auth.identities.not_found');
       if (outcome === 'forbidden') throw new AppError('auth.identities.forbidden');

@@ -6,7 +6,7 @@ import type { Db, Queryable } from '../../db/db.js';
 import { newRefreshToken, sha256 } from '../../crypto/secrets.js';
 import { AppError, CALLBACK_ERRORS, type CallbackErrorCode } from '../../errors.js';
 import { securityEvent } from '../audit/security-events.js';
-import { queueSecurityNotice } from '../mail/notices.js';
+import { queueUserNotice } from '../mail/notices.js';
 import type { RateLimitRules } from '../rate-limits/rate-limits.rules.js';
 import type { RateLimiter } from '../rate-limits/rate-limits.service.js';
 import { findActiveSessionWithUser } from '../sessions/sessions.shared.js';
@@ -14,7 +14,6 @@ import type { ClientContext } from '../../plugins/client-context.js';
 import type { Authenticated, IssuedTokens, SessionsService } from '../sessions/sessions.service.js';
 import type { SignInService } from '../sign-in/sign-in.service.js';
 import { findSignInUser, findUserByEmail, insertUser, lockUserRow, type UserRow } from '../users/users.shared.js';
-import { noticeAddress } from '../users/users.service.js';
 import { findIdentity, linkIdentity, recordIdentitySignIn, type IdentityRow } from './identities.repo.js';
 import { recordEvent, recordEvents, type NewEvent } from '../events/events.shared.js';
 import { toUser } from '../users/users.schemas.js';
@@ -140,11 +139,8 @@ export function createOAuthService(deps: OAuthDeps): OAuthService {
     const redirectTo = redirectTarget(redirectRaw, redirectUrls);
     if (redirectTo === undefined) throw new AppError('auth.oauth.invalid_redirect');
     if (client.ip !== null) {
-      const verdict = await limiter.hit(rules.oauthFlowsPerIp, client.ip);
-      if (!verdict.allowed) {
-        securityEvent(log, 'oauth.rate_limited', { ip: client.ip, provider: p.id });
-        throw new AppError('auth.oauth.too_many_attempts', { headers: { 'retry-after': String(verdict.retryAfterSeconds) } });
-      }
+      const ip = client.ip;
+      await limiter.enforce(rules.oauthFlowsPerIp, ip, 'auth.oauth.too_many_attempts', () => securityEvent(log, 'oauth.rate_limited', { ip, provider: p.id }));
     }
     const state = oidc.randomState();
     const codeVerifier = oidc.randomPKCECodeVerifier();
@@ -167,13 +163,9 @@ export function createOAuthService(deps: OAuthDeps): OAuthService {
     return { authorizationUrl: url.href, browserSecret, maxAgeSeconds: FLOW_TTL_SECONDS };
   };
 
-  /** Queues a notice to `user` in `tx` naming the provider; @returns whether one was queued. */
-  const identityNotice = async (tx: Queryable, user: UserRow, kind: 'identity_linked', p: OAuthProviderSettings, client: ClientContext): Promise<boolean> => {
-    const address = noticeAddress(user);
-    if (address === null) return false;
-    await queueSecurityNotice(tx, { kind, recipient: address, username: user.username, at: clock.now(), client, details: [`Provider: ${p.name}`] });
-    return true;
-  };
+  /** {@link queueUserNotice} of `kind` about `user` in `tx`, naming the provider; @returns whether one was queued. */
+  const identityNotice = (tx: Queryable, user: UserRow, kind: 'identity_linked', p: OAuthProviderSettings, client: ClientContext): Promise<boolean> =>
+    queueUserNotice(tx, user, { kind, at: clock.now(), client, details: [`Provider: ${p.name}`] });
 
   /**
    * Creates a user for a provider's first sign-in (docs/api.md#sign-in-mode, step 4) with the

@@ -10,20 +10,19 @@ import {
 } from '@simplewebauthn/server';
 import type { Clock } from '../../clock.js';
 import type { WebauthnSettings } from '../../config.js';
-import type { Db, Queryable } from '../../db/db.js';
+import type { Db } from '../../db/db.js';
 import { newRefreshToken, sha256 } from '../../crypto/secrets.js';
 import { AppError } from '../../errors.js';
 import { clientDataOf, originRefusal } from './passkey-origin.js';
 import type { AuthMetrics } from '../../metrics.js';
 import { securityEvent } from '../audit/security-events.js';
-import { queueSecurityNotice, type NoticeClient, type SecurityNoticeKind } from '../mail/notices.js';
+import { queueUserNotice } from '../mail/notices.js';
 import { MAX_CREDENTIAL_ID_BYTES } from './passkeys.schemas.js';
 import type { RateLimitRules } from '../rate-limits/rate-limits.rules.js';
 import type { RateLimiter } from '../rate-limits/rate-limits.service.js';
 import type { ClientContext } from '../../plugins/client-context.js';
 import { UUID_PATTERN } from '../tokens/access-token.service.js';
 import { lockUser, type UserRow } from '../users/users.shared.js';
-import { noticeAddress } from '../users/users.service.js';
 import {
   countPasskeys,
   deletePasskey,
@@ -104,7 +103,7 @@ export interface PasskeysService {
    * @throws AppError `auth.passkeys.validation_failed` (400: no live challenge, does not verify,
    *   already registered), `auth.passkeys.limit_reached` (409).
    */
-  register(user: UserRow, input: { response: RegistrationResponseJSON; name?: string | null | undefined }, client: NoticeClient): Promise<PasskeyRow>;
+  register(user: UserRow, input: { response: RegistrationResponseJSON; name?: string | null | undefined }, client: ClientContext): Promise<PasskeyRow>;
   /** The user's passkeys, oldest first. */
   list(user: UserRow): Promise<PasskeyRow[]>;
   /**
@@ -117,7 +116,7 @@ export interface PasskeysService {
    * `passkey.removed` event, in one transaction.
    * @throws AppError `auth.passkeys.not_found` (404, also for a malformed id), `auth.passkeys.forbidden` (403).
    */
-  remove(user: UserRow, passkeyId: string, client: NoticeClient): Promise<void>;
+  remove(user: UserRow, passkeyId: string, client: ClientContext): Promise<void>;
   /**
    * The options of `navigator.credentials.get()` for a discoverable credential (no
    * `allowCredentials`), user verification required, and the value of the `webauthn_challenge`
@@ -157,13 +156,6 @@ const nameOrNull = (name: string | null | undefined): string | null => (name ===
 export function createPasskeysService(deps: PasskeysDeps): PasskeysService {
   const { db, clock, rp, limiter, rules, log, metrics, onEmailQueued } = deps;
   const expiresAt = (now: Date): Date => new Date(now.getTime() + WEBAUTHN_CHALLENGE_TTL_SECONDS * 1000);
-
-  const notice = async (tx: Queryable, user: UserRow, kind: SecurityNoticeKind, client: NoticeClient, details: string[]): Promise<boolean> => {
-    const address = noticeAddress(user);
-    if (address === null) return false;
-    await queueSecurityNotice(tx, { kind, recipient: address, username: user.username, at: clock.now(), client, details });
-    return true;
-  };
 
   /** The user's passkey `passkeyId`, or the 404/403 the caller answers. */
   const ownPasskey = async (user: UserRow, passkeyId: string): Promise<PasskeyRow> => {
@@ -238,8 +230,7 @@ export function createPasskeysService(deps: PasskeysDeps): PasskeysService {
 
   return {
     async registrationOptions(user) {
-      const verdict = await limiter.hit(rules.passkeyRegistrationPerUser, user.id);
-      if (!verdict.allowed) throw new AppError('auth.passkeys.too_many_attempts', { headers: { 'retry-after': String(verdict.retryAfterSeconds) } });
+      await limiter.enforce(rules.passkeyRegistrationPerUser, user.id, 'auth.passkeys.too_many_attempts');
       const [handle, existing] = await Promise.all([userHandleOf(db, user.id, randomBytes(USER_HANDLE_BYTES)), listPasskeys(db, user.id)]);
       if (existing.length >= MAX_PASSKEYS_PER_USER) throw new AppError('auth.passkeys.limit_reached');
       if (handle === undefined) throw new AppError('auth.invalid_access_token');
@@ -295,7 +286,7 @@ export function createPasskeysService(deps: PasskeysDeps): PasskeysService {
         });
         if (!stored) return 'duplicate';
         await recordEvent(tx, { type: 'passkey.added', data: { user_id: user.id, passkey_id: id } }, now);
-        return { noticed: await notice(tx, user, 'passkey_added', client, [passkeyNoticeLine({ name, created_at: now, last_used_at: null })]) };
+        return { noticed: await queueUserNotice(tx, user, { kind: 'passkey_added', at: clock.now(), client, details: [passkeyNoticeLine({ name, created_at: now, last_used_at: null })] }) };
       });
       // The account was deleted since its access token was checked.
       if (outcome === 'gone') throw new AppError('auth.invalid_access_token');
@@ -326,7 +317,7 @@ export function createPasskeysService(deps: PasskeysDeps): PasskeysService {
         const deleted = await deletePasskey(tx, { id: passkeyId, userId: user.id });
         if (deleted === undefined) return undefined;
         await recordEvent(tx, { type: 'passkey.removed', data: { user_id: user.id, passkey_id: deleted.id } }, clock.now());
-        return { noticed: await notice(tx, user, 'passkey_removed', client, [passkeyNoticeLine(deleted)]) };
+        return { noticed: await queueUserNotice(tx, user, { kind: 'passkey_removed', at: clock.now(), client, details: [passkeyNoticeLine(deleted)] }) };
       });
       // Deleted meanwhile by a parallel request: it is gone, as asked, but this call did not delete it.
       if (outcome === undefined) throw new AppError('auth.passkeys.not_found');

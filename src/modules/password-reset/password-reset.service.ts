@@ -6,15 +6,15 @@ import type { AuthMetrics } from '../../metrics.js';
 import { normalizePassword, type PasswordHasher } from '../../crypto/password.js';
 import { securityEvent } from '../audit/security-events.js';
 import type { OneTimeCodes } from '../codes/one-time-codes.service.js';
-import { queueSecurityNotice, type NoticeClient } from '../mail/notices.js';
+import type { ClientContext } from '../../plugins/client-context.js';
 import { listPasskeys } from '../passkeys/passkeys.shared.js';
 import { passkeyNoticeLines } from '../passkeys/passkey-notices.js';
 import { enqueueEmail } from '../mail/mail.shared.js';
 import { UNKNOWN_CLIENT } from '../rate-limits/client-network.js';
 import type { RateLimitRules } from '../rate-limits/rate-limits.rules.js';
-import type { RateLimiter } from '../rate-limits/rate-limits.service.js';
-import { revokeAllSessions } from '../sessions/sessions.shared.js';
+import { tooManyAttempts, type RateLimiter } from '../rate-limits/rate-limits.service.js';
 import type { BreachedPasswordCheck } from '../users/breached-passwords.js';
+import { createCredentialsChanges } from '../users/credentials-changed.js';
 import { checkPassword, SERVICE_NAME } from '../users/password-policy.js';
 import { findUserByEmail, lockUser, markEmailVerified, setPasswordHash } from '../users/users.shared.js';
 import { toUser } from '../users/users.schemas.js';
@@ -43,9 +43,6 @@ export interface PasswordResetDeps {
   readonly breachedPasswords?: BreachedPasswordCheck | undefined;
 }
 
-/** The client of a request: its address (rate limits, the notice) and user agent (the notice). */
-export type ResetClient = NoticeClient;
-
 /** Password reset by a 6-digit code sent to the account's email (docs/api.md#request-a-password-reset, docs/api.md#confirm-a-password-reset). */
 export interface PasswordResetService {
   /**
@@ -61,7 +58,7 @@ export interface PasswordResetService {
    *   RATE_LIMIT_PASSWORD_RESET_PER_IP requests this hour (counted first, so such a client does
    *   not also use up the address's request), or on a second request for the address within 60 s.
    */
-  request(email: string, client: ResetClient): Promise<void>;
+  request(email: string, client: ClientContext): Promise<void>;
   /**
    * The work of a queued request, inside the outbox worker's transaction `tx`: for a known
    * address, issues the reset code and queues its email; for an unknown address, or a user
@@ -93,12 +90,13 @@ export interface PasswordResetService {
    *   `auth.password_reset.code_expired` / `code_mismatch` / `too_many_attempts` (410),
    *   `auth.password_reset.rate_limited` (429, Retry-After).
    */
-  confirm(input: { email: string; code: string; newPassword: string }, client: ResetClient): Promise<void>;
+  confirm(input: { email: string; code: string; newPassword: string }, client: ClientContext): Promise<void>;
 }
 
 /** Builds the {@link PasswordResetService}. */
 export function createPasswordResetService(deps: PasswordResetDeps): PasswordResetService {
   const { db, clock, hasher, codes, limiter, rules, log, metrics, codeTtlSeconds, onEmailQueued } = deps;
+  const credentialsChanges = createCredentialsChanges({ codes, metrics, log, onEmailQueued });
 
   const issueCode: PasswordResetService['issueCode'] = async (tx, user) => {
     if (user.email === null) return false;
@@ -106,9 +104,6 @@ export function createPasswordResetService(deps: PasswordResetDeps): PasswordRes
     // False when the user was deleted since the lookup: nothing was queued either.
     return codes.issue(tx, { purpose: 'password_reset', user: target, ttlSeconds: codeTtlSeconds });
   };
-
-  const rateLimited = (retryAfterSeconds: number): AppError =>
-    new AppError('auth.password_reset.rate_limited', { headers: { 'retry-after': String(retryAfterSeconds) } });
 
   return {
     async request(email, client) {
@@ -119,7 +114,7 @@ export function createPasswordResetService(deps: PasswordResetDeps): PasswordRes
       });
       if (!verdict.allowed) {
         securityEvent(log, 'password_reset.rate_limited', { ip: client.ip, reason: 'request' });
-        throw rateLimited(verdict.retryAfterSeconds);
+        throw tooManyAttempts('auth.password_reset.rate_limited', verdict.retryAfterSeconds);
       }
       metrics.passwordReset('requested');
       // One durable row for every address, known or not: the same statement either way.
@@ -148,11 +143,9 @@ export function createPasswordResetService(deps: PasswordResetDeps): PasswordRes
       if (newPassword === undefined) {
         throw new AppError('auth.password_reset.validation_failed', { message: 'new_password must be 8 to 72 characters after NFKC normalisation.' });
       }
-      const verdict = await limiter.hit(rules.passwordResetConfirmPerIp, ip);
-      if (!verdict.allowed) {
-        securityEvent(log, 'password_reset.rate_limited', { ip: client.ip, reason: 'confirm' });
-        throw rateLimited(verdict.retryAfterSeconds);
-      }
+      await limiter.enforce(rules.passwordResetConfirmPerIp, ip, 'auth.password_reset.rate_limited', () =>
+        securityEvent(log, 'password_reset.rate_limited', { ip: client.ip, reason: 'confirm' }),
+      );
       const user = await findUserByEmail(db, input.email);
       if (user === undefined || user.email === null) {
         // The same locked lookup as a known address without a live code, so both 410s take alike.
@@ -177,29 +170,23 @@ export function createPasswordResetService(deps: PasswordResetDeps): PasswordRes
       // argon2id outside any transaction.
       const newHash = await hasher.hash(newPassword);
       const now = clock.now();
-      const revoked = await db.transaction(async (tx) => {
+      const changed = await db.transaction(async (tx) => {
         // The user row first, then the code: the order of change-password and account deletion.
         if (!(await lockUser(tx, user.id))) return undefined;
         if (!(await codes.consume(tx, checked.codeId))) return undefined;
         await setPasswordHash(tx, user.id, newHash, now);
-        const count = await revokeAllSessions(tx, user.id, 'password_reset', now);
-        await recordEvent(tx, { type: 'password.changed', data: { user_id: user.id, via: 'reset' } }, now);
-        await codes.revokeAll(tx, 'password_reset', { id: user.id, email });
-        // An email change asked for with the old password must not complete after it changed.
-        await codes.revokeAll(tx, 'email_change', { id: user.id, email: null });
-        const verified = await markEmailVerified(tx, user.id, email, now);
-        if (verified !== undefined) await recordEvent(tx, { type: 'user.email_verified', data: { user: toUser(verified) } }, now);
         // Passkeys survive a reset: the notice lists them, so a passkey an intruder added is seen (docs/security.md).
         const details = passkeyNoticeLines(await listPasskeys(tx, user.id));
-        await queueSecurityNotice(tx, { kind: 'password_reset', recipient: email, username: user.username, at: now, client, details });
-        return count;
+        // The code proved the address: the notice goes to it, which is marked verified below.
+        const revoked = await credentialsChanges.revoke(tx, { cause: 'password_reset', user: { ...user, email, is_email_verified: true }, now, client, details });
+        const verified = await markEmailVerified(tx, user.id, email, now);
+        if (verified !== undefined) await recordEvent(tx, { type: 'user.email_verified', data: { user: toUser(verified) } }, now);
+        return revoked;
       });
-      if (revoked === undefined) throw new AppError('auth.password_reset.code_expired');
-      onEmailQueued();
+      if (changed === undefined) throw new AppError('auth.password_reset.code_expired');
       await limiter.forgive(rules.passwordResetConfirmPerIp, ip);
       metrics.passwordReset('completed');
-      metrics.sessionsRevoked('password_reset', revoked);
-      securityEvent(log, 'password.reset', { userId: user.id, ip: client.ip, count: revoked });
+      credentialsChanges.announce(changed);
     },
 
   };

@@ -2,6 +2,7 @@ import type { FastifyBaseLogger } from 'fastify';
 import type { Clock } from '../../clock.js';
 import type { Db } from '../../db/db.js';
 import { hmacSha256 } from '../../crypto/secrets.js';
+import { AppError, type ERROR_CATALOG, type ErrorCode } from '../../errors.js';
 import { BATCH_PAUSE_MS, MAX_BATCHES_PER_RUN, purgeInBatches } from '../../db/batches.js';
 import { clientNetwork } from './client-network.js';
 import { forgiveHits, hitWindow, hitWindowsAfter, PURGE_BATCH_SIZE, purgeWindows, type AccountWindowKey, type HitPlan, type KeyedWindowHit } from './rate-limits.repo.js';
@@ -67,6 +68,21 @@ export interface BatchVerdict {
 /** The outcome of counting one request. */
 export type RateLimitVerdict = { readonly allowed: true } | { readonly allowed: false; readonly retryAfterSeconds: number };
 
+/** The catalog codes answered with 429 Too Many Requests (docs/api.md#rate-limits): the ones {@link tooManyAttempts} accepts. */
+export type TooManyAttemptsCode = { [C in ErrorCode]: (typeof ERROR_CATALOG)[C]['status'] extends 429 ? C : never }[ErrorCode];
+
+/**
+ * The refusal of a request over a rate limit: the 429 of `code` with `Retry-After` (RFC 9110
+ * §10.2.3) in whole seconds, at least 1 (a fraction is rounded up, so a client that waits as
+ * told is not refused again for the same window). The one way every limiter caller builds it,
+ * directly when it computed the verdict itself ({@link RateLimiter.hitAll},
+ * {@link RateLimiter.accountVerdict}) and through {@link RateLimiter.enforce} otherwise.
+ */
+export function tooManyAttempts(code: TooManyAttemptsCode, retryAfterSeconds: number): AppError {
+  const seconds = Number.isFinite(retryAfterSeconds) ? Math.max(1, Math.ceil(retryAfterSeconds)) : 1;
+  return new AppError(code, { headers: { 'retry-after': String(seconds) } });
+}
+
 /**
  * Fixed-window counters kept in PostgreSQL (`rate_limits`), so limits hold across instances and
  * restarts (ASVS 5.0 V6.3.1 / V2.4.1). Subjects (addresses, identifiers, IPs) are stored only
@@ -79,6 +95,13 @@ export interface RateLimiter {
    * @returns allowed, or refused with the seconds until the window ends (for `Retry-After`).
    */
   hit(rule: RateLimitRule, subject: string): Promise<RateLimitVerdict>;
+  /**
+   * {@link hit}, refusing: counts one request of `subject` against `rule` and, when it is over
+   * the limit, calls `onRefused` (the caller's security event, log line or metric) and throws
+   * {@link tooManyAttempts} of `code`. One statement, as {@link hit}.
+   * @throws AppError `code` (429, Retry-After) when refused.
+   */
+  enforce(rule: RateLimitRule, subject: string, code: TooManyAttemptsCode, onRefused?: () => void): Promise<void>;
   /**
    * Counts one request of `batch.first` and then, unless that one is refused, one of each of
    * `batch.subjects` against `batch.rule`, in one statement (one round trip, one commit):
@@ -171,14 +194,21 @@ export function createRateLimiter(deps: { db: Db; clock: Clock; hmacKey: Buffer;
     const batchHits = counted ? batch.subjects.map((subject) => hitsOf.get(keyOf(batch.rule, subject)) ?? 0) : [];
     return { verdict, batchHits, keys: first === undefined ? keys : [first.key, ...keys] };
   };
+  const hit = async (rule: RateLimitRule, subject: string): Promise<RateLimitVerdict> => {
+    if (rule.limit <= 0) return { allowed: true };
+    const now = clock.now();
+    const w = await hitWindow(db, keyOf(rule, subject), rule.windowSeconds, now);
+    return w.hits <= rule.limit ? { allowed: true } : { allowed: false, retryAfterSeconds: retryAfter(w.windowStart, rule, now) };
+  };
   return {
     plan,
     judge,
-    async hit(rule, subject) {
-      if (rule.limit <= 0) return { allowed: true };
-      const now = clock.now();
-      const w = await hitWindow(db, keyOf(rule, subject), rule.windowSeconds, now);
-      return w.hits <= rule.limit ? { allowed: true } : { allowed: false, retryAfterSeconds: retryAfter(w.windowStart, rule, now) };
+    hit,
+    async enforce(rule, subject, code, onRefused) {
+      const verdict = await hit(rule, subject);
+      if (verdict.allowed) return;
+      onRefused?.();
+      throw tooManyAttempts(code, verdict.retryAfterSeconds);
     },
     async hitAll(batch) {
       const counted = plan(batch);

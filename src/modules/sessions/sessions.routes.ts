@@ -1,7 +1,6 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from '@sinclair/typebox';
 import { errorResponses } from '../../errors.js';
-import { securityEvent } from '../audit/security-events.js';
 import { bearerAuth, callerOf } from '../../plugins/authenticate.js';
 import { TAGS } from '../../plugins/openapi.js';
 import { clearRefreshCookie, REFRESH_COOKIE, setRefreshCookie } from './refresh-cookie.js';
@@ -52,8 +51,7 @@ export function sessionsRoutes(deps: { sessions: SessionsService }): FastifyPlug
       },
       async (request, reply) => {
         const caller = callerOf(request);
-        await sessions.logout(caller);
-        securityEvent(request.log, 'session.revoked', { userId: caller.user.id, sessionId: caller.session.id, ip: request.ip, reason: 'logout' });
+        await sessions.logout(caller, clientContextOf(request));
         clearRefreshCookie(reply);
         return reply.code(204).send(null);
       },
@@ -92,8 +90,7 @@ export function sessionsRoutes(deps: { sessions: SessionsService }): FastifyPlug
       },
       async (request, reply) => {
         const caller = callerOf(request);
-        const count = await sessions.revokeAll(caller);
-        securityEvent(request.log, 'session.revoked', { userId: caller.user.id, sessionId: caller.session.id, ip: request.ip, reason: 'revoke_all', count });
+        await sessions.revokeAll(caller, clientContextOf(request));
         clearRefreshCookie(reply);
         return reply.code(204).send(null);
       },
@@ -114,8 +111,7 @@ export function sessionsRoutes(deps: { sessions: SessionsService }): FastifyPlug
       },
       async (request, reply) => {
         const caller = callerOf(request);
-        await sessions.revokeOne(caller, request.params.session_id);
-        securityEvent(request.log, 'session.revoked', { userId: caller.user.id, sessionId: request.params.session_id, ip: request.ip, reason: 'revoked_by_user' });
+        await sessions.revokeOne(caller, request.params.session_id, clientContextOf(request));
         return reply.code(204).send(null);
       },
     );

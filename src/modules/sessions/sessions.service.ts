@@ -4,6 +4,7 @@ import type { Db } from '../../db/db.js';
 import { AppError } from '../../errors.js';
 import type { AuthMetrics } from '../../metrics.js';
 import { newRefreshToken, sha256 } from '../../crypto/secrets.js';
+import { securityEvent } from '../audit/security-events.js';
 import { UUID_PATTERN, type AccessTokenService } from '../tokens/access-token.service.js';
 import type { UserRow } from '../users/users.shared.js';
 import { createRefresh } from './refresh.js';
@@ -99,17 +100,23 @@ export interface SessionsService {
    * @throws AppError `auth.missing_access_token`, `auth.invalid_access_token` (401).
    */
   authenticate(authorization: string | undefined): Promise<Authenticated>;
-  /** Revokes the caller's current session (logout). Idempotent. */
-  logout(auth: Authenticated): Promise<void>;
+  /**
+   * Revokes the caller's current session (logout). Idempotent. Logs the `session.revoked`
+   * security event with `client`'s address.
+   */
+  logout(auth: Authenticated, client: ClientContext): Promise<void>;
   /** Active sessions of the caller, oldest first. */
   list(auth: Authenticated): Promise<SessionRow[]>;
-  /** Revokes every session of the caller. @returns how many sessions this call revoked. */
-  revokeAll(auth: Authenticated): Promise<number>;
   /**
-   * Revokes one session of the caller; an already revoked one answers success.
+   * Revokes every session of the caller; logs `session.revoked` (reason `revoke_all`, with the count).
+   * @returns how many sessions this call revoked.
+   */
+  revokeAll(auth: Authenticated, client: ClientContext): Promise<number>;
+  /**
+   * Revokes one session of the caller; an already revoked one answers success. Logs `session.revoked`.
    * @throws AppError `auth.session_not_found` (404; also for a non-UUID id), `auth.session_forbidden` (403).
    */
-  revokeOne(auth: Authenticated, sessionId: string): Promise<void>;
+  revokeOne(auth: Authenticated, sessionId: string, client: ClientContext): Promise<void>;
 }
 
 /** `Authorization: Bearer <token>` (RFC 6750 §2.1; the scheme is case-insensitive). */
@@ -168,26 +175,29 @@ export function createSessionsService(deps: SessionsDeps): SessionsService {
       return { user: found.user, session: { id: found.sessionId } };
     },
 
-    async logout(auth) {
+    async logout(auth, client) {
       if (await revokeSession(db, auth.session.id, 'logout', clock.now())) metrics.sessionsRevoked('logout');
+      securityEvent(log, 'session.revoked', { userId: auth.user.id, sessionId: auth.session.id, ip: client.ip, reason: 'logout' });
     },
 
     async list(auth) {
       return listActiveSessions(db, auth.user.id, clock.now());
     },
 
-    async revokeAll(auth) {
+    async revokeAll(auth, client) {
       const count = await revokeAllSessions(db, auth.user.id, 'revoke_all', clock.now());
       metrics.sessionsRevoked('revoke_all', count);
+      securityEvent(log, 'session.revoked', { userId: auth.user.id, sessionId: auth.session.id, ip: client.ip, reason: 'revoke_all', count });
       return count;
     },
 
-    async revokeOne(auth, sessionId) {
+    async revokeOne(auth, sessionId, client) {
       if (!UUID_PATTERN.test(sessionId)) throw new AppError('auth.session_not_found');
       const owner = await findSessionOwner(db, sessionId);
       if (owner === undefined) throw new AppError('auth.session_not_found');
       if (owner !== auth.user.id) throw new AppError('auth.session_forbidden');
       if (await revokeSession(db, sessionId, 'revoked_by_user', clock.now())) metrics.sessionsRevoked('revoked_by_user');
+      securityEvent(log, 'session.revoked', { userId: auth.user.id, sessionId, ip: client.ip, reason: 'revoked_by_user' });
     },
   };
 }

@@ -14,7 +14,7 @@ import { PASSKEY_AMR, type PasskeysService } from '../passkeys/passkeys.service.
 import type { RequestOptions } from '../passkeys/passkeys.schemas.js';
 import { clientNetwork, UNKNOWN_CLIENT } from '../rate-limits/client-network.js';
 import type { RateLimitRules } from '../rate-limits/rate-limits.rules.js';
-import type { AccountWindow, RateLimiter, RateLimitVerdict } from '../rate-limits/rate-limits.service.js';
+import { tooManyAttempts, type AccountWindow, type RateLimiter, type RateLimitVerdict } from '../rate-limits/rate-limits.service.js';
 import type { IssuedTokens, SessionsService } from '../sessions/sessions.service.js';
 import { normalizeEmail, normalizePhone, normalizeUsername } from '../users/identifiers.js';
 import { banInForce, findSignInUser, findUserBan, upgradePasswordHash, type SignInUser, type UserRow } from '../users/users.shared.js';
@@ -188,7 +188,7 @@ export function createSignInService(deps: SignInDeps): SignInService {
   const locked = (method: SignInMethod, retryAfterSeconds: number, ip: string | null, account?: { userId: string | undefined }): AppError => {
     securityEvent(log, 'sign_in.locked', { ip, ...(account === undefined ? {} : { userId: account.userId, reason: 'account' }) });
     countOutcome(method, 'locked');
-    return new AppError('auth.sign_in.too_many_attempts', { headers: { 'retry-after': String(retryAfterSeconds) } });
+    return tooManyAttempts('auth.sign_in.too_many_attempts', retryAfterSeconds);
   };
 
   /**
@@ -400,7 +400,7 @@ export function createSignInService(deps: SignInDeps): SignInService {
       if (!verdict.allowed) {
         metrics.mfaSignIn('locked');
         securityEvent(log, 'mfa.rate_limited', { userId: seen.user_id, ip: client.ip });
-        throw new AppError('auth.mfa.too_many_attempts', { headers: { 'retry-after': String(verdict.retryAfterSeconds) } });
+        throw tooManyAttempts('auth.mfa.too_many_attempts', verdict.retryAfterSeconds);
       }
       const now = clock.now();
       const outcome = await db.transaction(async (tx): Promise<'expired' | 'invalid_code' | { passwordVersion: number; amr: string[]; used: 'totp' | 'recovery_code' }> => {
@@ -436,11 +436,7 @@ export function createSignInService(deps: SignInDeps): SignInService {
     },
 
     async passkeyOptions(client) {
-      const verdict = await limiter.hit(rules.passkeyOptionsPerIp, client.ip ?? UNKNOWN_CLIENT);
-      if (!verdict.allowed) {
-        metrics.passkeySignIn('locked');
-        throw new AppError('auth.sign_in.too_many_attempts', { headers: { 'retry-after': String(verdict.retryAfterSeconds) } });
-      }
+      await limiter.enforce(rules.passkeyOptionsPerIp, client.ip ?? UNKNOWN_CLIENT, 'auth.sign_in.too_many_attempts', () => metrics.passkeySignIn('locked'));
       return passkeys.authenticationOptions();
     },
 

@@ -1,9 +1,9 @@
 import type { FastifyBaseLogger } from 'fastify';
 import type { PasswordHasher } from '../../crypto/password.js';
-import { AppError, type ErrorCode, type ValidationErrorCode } from '../../errors.js';
+import { AppError, type ValidationErrorCode } from '../../errors.js';
 import { securityEvent } from '../audit/security-events.js';
 import type { RateLimitRules } from '../rate-limits/rate-limits.rules.js';
-import type { RateLimiter } from '../rate-limits/rate-limits.service.js';
+import type { RateLimiter, TooManyAttemptsCode } from '../rate-limits/rate-limits.service.js';
 import type { Authenticated, SessionsService } from '../sessions/sessions.service.js';
 import type { UserRow } from './users.repo.js';
 
@@ -56,7 +56,7 @@ export interface CurrentPasswordCheck {
   verify(
     caller: Authenticated,
     password: string | undefined,
-    c: { purpose: CurrentPasswordPurpose; ip: string | null; tooMany: ErrorCode; validationError: ValidationErrorCode; before?: () => Promise<void> },
+    c: { purpose: CurrentPasswordPurpose; ip: string | null; tooMany: TooManyAttemptsCode; validationError: ValidationErrorCode; before?: () => Promise<void> },
   ): Promise<void>;
 }
 
@@ -73,11 +73,9 @@ export function createCurrentPasswordCheck(deps: CurrentPasswordDeps): CurrentPa
         if (c.before !== undefined) await c.before();
         return;
       }
-      const verdict = await limiter.hit(rules.currentPasswordPerUser, user.id);
-      if (!verdict.allowed) {
-        securityEvent(log, 'password.check_locked', { userId: user.id, ip: c.ip, reason: c.purpose });
-        throw new AppError(c.tooMany, { headers: { 'retry-after': String(verdict.retryAfterSeconds) } });
-      }
+      await limiter.enforce(rules.currentPasswordPerUser, user.id, c.tooMany, () =>
+        securityEvent(log, 'password.check_locked', { userId: user.id, ip: c.ip, reason: c.purpose }),
+      );
       if (c.before !== undefined) await c.before();
       const typed = password.normalize('NFKC');
       // A user without a password (created by an operator) has none to match: the cost and answer of a wrong one.

@@ -1,8 +1,6 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from '@sinclair/typebox';
-import { AppError, errorResponses } from '../../errors.js';
-import { securityEvent } from '../audit/security-events.js';
-import type { RateLimiter, RateLimitRule } from '../rate-limits/rate-limits.service.js';
+import { errorResponses } from '../../errors.js';
 import { bearerAuth, callerOf } from '../../plugins/authenticate.js';
 import { TAGS } from '../../plugins/openapi.js';
 import { MeResponseSchema } from '../sessions/sessions.schemas.js';
@@ -16,10 +14,8 @@ import { clientContextOf } from '../../plugins/client-context.js';
 export function usersRoutes(deps: {
   users: UsersService;
   sessions: SessionsService;
-  limiter: RateLimiter;
-  signUpPerIp: RateLimitRule;
 }): FastifyPluginAsyncTypebox {
-  const { users, sessions, limiter, signUpPerIp } = deps;
+  const { users, sessions } = deps;
   return async (app) => {
     const bearer = bearerAuth(sessions);
 
@@ -36,13 +32,7 @@ export function usersRoutes(deps: {
         },
       },
       async (request, reply) => {
-        // Counted per client IP before any work (docs/api.md#rate-limits); every attempt counts.
-        const verdict = await limiter.hit(signUpPerIp, request.ip);
-        if (!verdict.allowed) {
-          securityEvent(request.log, 'sign_up.rate_limited', { ip: request.ip });
-          throw new AppError('auth.sign_up.too_many_attempts', { headers: { 'retry-after': String(verdict.retryAfterSeconds) } });
-        }
-        const user = await users.signUp(request.body);
+        const user = await users.signUp(request.body, clientContextOf(request));
         return reply.code(201).send({ user: toUser(user) });
       },
     );
@@ -80,12 +70,10 @@ export function usersRoutes(deps: {
         },
       },
       async (request, reply) => {
-        const caller = callerOf(request);
-        await users.changePassword(caller, {
+        await users.changePassword(callerOf(request), {
           currentPassword: request.body.current_password,
           newPassword: request.body.new_password,
         }, clientContextOf(request));
-        securityEvent(request.log, 'password.changed', { userId: caller.user.id, sessionId: caller.session.id, ip: request.ip });
         clearRefreshCookie(reply);
         return reply.code(204).send(null);
       },

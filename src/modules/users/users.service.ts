@@ -2,9 +2,14 @@ import { randomUUID } from 'node:crypto';
 import type { Clock } from '../../clock.js';
 import type { Db, Queryable } from '../../db/db.js';
 import { AppError } from '../../errors.js';
-import { createAuthMetrics, type AuthMetrics } from '../../metrics.js';
+import type { AuthMetrics } from '../../metrics.js';
 import { normalizePassword, type PasswordHasher } from '../../crypto/password.js';
-import { queueSecurityNotice, type NoticeClient } from '../mail/notices.js';
+import { queueUserNotice } from '../mail/notices.js';
+import type { ClientContext } from '../../plugins/client-context.js';
+import { UNKNOWN_CLIENT } from '../rate-limits/client-network.js';
+import type { RateLimitRules } from '../rate-limits/rate-limits.rules.js';
+import type { RateLimiter } from '../rate-limits/rate-limits.service.js';
+import { createCredentialsChanges } from './credentials-changed.js';
 import { revokeAllSessions } from '../sessions/sessions.shared.js';
 import type { OneTimeCodes } from '../codes/one-time-codes.service.js';
 import type { VerificationService } from '../verification/verification.service.js';
@@ -38,8 +43,11 @@ export interface UsersDeps {
   readonly onEmailQueued: () => void;
   /** The check of the current password, whose budget change-password shares. */
   readonly currentPassword: CurrentPasswordCheck;
-  /** Counts the sessions a password change revokes; defaults to a registry of its own. */
-  readonly metrics?: AuthMetrics;
+  /** Counts the sessions a password change revokes. */
+  readonly metrics: Pick<AuthMetrics, 'sessionsRevoked'>;
+  /** Counts sign-ups per client network (`signUpPerIp`, docs/api.md#rate-limits). */
+  readonly limiter: RateLimiter;
+  readonly rules: Pick<RateLimitRules, 'signUpPerIp'>;
   /** The breached-password check of new passwords (PASSWORD_BREACH_CHECK=hibp); undefined: none. */
   readonly breachedPasswords?: BreachedPasswordCheck | undefined;
   /** The recent-sign-in check of {@link UsersService.setPassword}. */
@@ -50,16 +58,19 @@ export interface UsersDeps {
 /** Sign-up and password change. */
 export interface UsersService {
   /**
-   * Creates a user. Identifiers are normalised (docs/api.md#identifiers) and the password validated
-   * before it is hashed (docs/api.md#passwords): its length, then the password policy of
+   * Creates a user. First the request counts against its client network (`signUpPerIp`,
+   * docs/api.md#rate-limits; every attempt counts, before any work). Identifiers are normalised
+   * (docs/api.md#identifiers) and the password validated before it is hashed
+   * (docs/api.md#passwords): its length, then the password policy of
    * {@link checkPassword} (NIST SP 800-63B-4 §3.1.1.2). With an email, the user, the
    * verification code and its outbox row commit in one transaction (docs/api.md#sign-up), with
    * the `user.created` event (docs/api.md#event-types).
    * @throws AppError `auth.sign_up.validation_failed` (400) for a phone or password that fails
    *   after normalisation or a password the policy refuses (the message says why);
-   *   `auth.sign_up.{username,email,phone}_taken` (409), also for races.
+   *   `auth.sign_up.{username,email,phone}_taken` (409), also for races;
+   *   `auth.sign_up.too_many_attempts` (429, Retry-After; logged as `sign_up.rate_limited`).
    */
-  signUp(input: SignUpInput): Promise<UserRow>;
+  signUp(input: SignUpInput, client: Pick<ClientContext, 'ip'>): Promise<UserRow>;
   /**
    * Replaces the password of `user` and revokes all of the user's sessions in one transaction
    * (docs/api.md#operations). The new password must pass the same policy as at sign-up, with the user's
@@ -69,12 +80,13 @@ export interface UsersService {
    * changes exactly one wins; the other gets 401. A verified email address gets a
    * `password_changed` notice from `client`, queued in the same transaction
    * (docs/api.md#security-notices), with the `password.changed` event and a `session.revoked`
-   * event per revoked session (docs/api.md#event-types).
+   * event per revoked session (docs/api.md#event-types): the fan-out of `CredentialsChanges`
+   * (credentials-changed.ts), which also logs the `password.changed` security event after commit.
    * @throws AppError `auth.change_password.validation_failed` (400) for a bad length or a
    *   password the policy refuses (the message says why), `auth.invalid_current_password` (401),
    *   `auth.change_password.too_many_attempts` (429, Retry-After).
    */
-  changePassword(caller: Authenticated, input: { currentPassword: string; newPassword: string }, client: NoticeClient): Promise<void>;
+  changePassword(caller: Authenticated, input: { currentPassword: string; newPassword: string }, client: ClientContext): Promise<void>;
   /**
    * Sets the first password of the caller, a user who has none (signed up through an identity
    * provider), docs/api.md#set-a-password. In this order: a recent sign-in of the calling
@@ -84,16 +96,7 @@ export interface UsersService {
    * @throws AppError `auth.reauthentication_required` (401), `auth.password.already_set` (409),
    *   `auth.password.validation_failed` (400, the message says why).
    */
-  setPassword(caller: Authenticated, input: { newPassword: string }, client: NoticeClient): Promise<void>;
-}
-
-/**
- * The address a security notice about `user` goes to: its email once verified, else none. An
- * address whose owner never proved control of it may be a stranger's (typed by mistake or
- * squatted), who must not learn about an account that uses it.
- */
-export function noticeAddress(user: Pick<UserRow, 'email' | 'is_email_verified'>): string | null {
-  return user.email !== null && user.is_email_verified ? user.email : null;
+  setPassword(caller: Authenticated, input: { newPassword: string }, client: ClientContext): Promise<void>;
 }
 
 /**
@@ -121,11 +124,15 @@ export async function banUser(
 
 /** Builds the {@link UsersService}: sign-up and password change over the database, hasher and verification service. */
 export function createUsersService(deps: UsersDeps): UsersService {
-  const { db, clock, hasher, verification, codes, onEmailQueued, currentPassword } = deps;
-  const metrics = deps.metrics ?? createAuthMetrics();
+  const { db, clock, hasher, verification, codes, onEmailQueued, currentPassword, metrics, limiter, rules, log } = deps;
   const policy = { breached: deps.breachedPasswords };
+  const credentialsChanges = createCredentialsChanges({ codes, metrics, log, onEmailQueued });
   return {
-    async signUp(input) {
+    async signUp(input, client) {
+      // Counted per client network before any work (docs/api.md#rate-limits); every attempt counts.
+      await limiter.enforce(rules.signUpPerIp, client.ip ?? UNKNOWN_CLIENT, 'auth.sign_up.too_many_attempts', () =>
+        securityEvent(log, 'sign_up.rate_limited', { ip: client.ip }),
+      );
       const username = normalizeUsername(input.username);
       const email = input.email === undefined ? null : normalizeEmail(input.email);
       let phone: string | null = null;
@@ -176,23 +183,12 @@ export function createUsersService(deps: UsersDeps): UsersService {
       });
       const newHash = await hasher.hash(newPassword);
       const now = clock.now();
-      const revoked = await db.transaction(async (tx) => {
+      const changed = await db.transaction(async (tx) => {
         const replaced = await replacePasswordHash(tx, user.id, { expectedVersion: user.password_version, newHash }, now);
         if (!replaced) throw new AppError('auth.invalid_current_password');
-        const count = await revokeAllSessions(tx, user.id, 'password_changed', now);
-        await recordEvent(tx, { type: 'password.changed', data: { user_id: user.id, via: 'change_password' } }, now);
-        // A reset code issued before the change must not undo it (docs/api.md#change-password).
-        await codes.revokeAll(tx, 'password_reset', { id: user.id, email: user.email });
-        // An email change asked for with the old password must not complete after it changed.
-        await codes.revokeAll(tx, 'email_change', { id: user.id, email: null });
-        const address = noticeAddress(user);
-        if (address !== null) {
-          await queueSecurityNotice(tx, { kind: 'password_changed', recipient: address, username: user.username, at: now, client });
-        }
-        return count;
+        return credentialsChanges.revoke(tx, { cause: 'password_changed', user, now, client, sessionId: caller.session.id });
       });
-      metrics.sessionsRevoked('password_changed', revoked);
-      if (noticeAddress(user) !== null) onEmailQueued();
+      credentialsChanges.announce(changed);
     },
 
     async setPassword(caller, input, client) {
@@ -207,17 +203,15 @@ export function createUsersService(deps: UsersDeps): UsersService {
       if (refused !== undefined) throw new AppError('auth.password.validation_failed', { message: refused.reason });
       const newHash = await hasher.hash(newPassword);
       const now = clock.now();
-      const address = noticeAddress(user);
       const set = await db.transaction(async (tx) => {
         const updated = await setFirstPasswordHash(tx, user.id, newHash, now);
-        if (updated === undefined) return false;
+        if (updated === undefined) return undefined;
         await recordEvent(tx, { type: 'password.changed', data: { user_id: user.id, via: 'set' } }, now);
-        if (address !== null) await queueSecurityNotice(tx, { kind: 'password_set', recipient: address, username: user.username, at: now, client });
-        return true;
+        return { noticed: await queueUserNotice(tx, user, { kind: 'password_set', at: now, client }) };
       });
-      if (!set) throw new AppError('auth.password.already_set');
-      if (address !== null) onEmailQueued();
-      securityEvent(deps.log, 'password.set', { userId: user.id, sessionId: caller.session.id, ip: client.ip });
+      if (set === undefined) throw new AppError('auth.password.already_set');
+      if (set.noticed) onEmailQueued();
+      securityEvent(log, 'password.set', { userId: user.id, sessionId: caller.session.id, ip: client.ip });
     },
   };
 }

@@ -4,7 +4,7 @@ import { AppError, type ErrorCode } from '../../errors.js';
 import type { FastifyBaseLogger } from 'fastify';
 import { securityEvent } from '../audit/security-events.js';
 import type { RateLimitRules } from '../rate-limits/rate-limits.rules.js';
-import type { RateLimiter } from '../rate-limits/rate-limits.service.js';
+import { tooManyAttempts, type RateLimiter } from '../rate-limits/rate-limits.service.js';
 import { UNKNOWN_CLIENT } from '../rate-limits/client-network.js';
 import { findUserByEmail, findUserById, markEmailVerified, type UserRow } from '../users/users.shared.js';
 import type { OneTimeCodes } from '../codes/one-time-codes.service.js';
@@ -79,11 +79,9 @@ export function createVerificationService(deps: VerificationDeps): VerificationS
       const user = await findUserByEmail(db, email);
       if (user === undefined) throw new AppError('auth.verify_email.user_not_found');
       if (user.is_email_verified) return;
-      const verdict = await limiter.hit(rules.verifyPerIp, client.ip ?? UNKNOWN_CLIENT);
-      if (!verdict.allowed) {
-        securityEvent(log, 'verify_email.rate_limited', { userId: user.id, ip: client.ip });
-        throw new AppError('auth.verify_email.rate_limited', { headers: { 'retry-after': String(verdict.retryAfterSeconds) } });
-      }
+      await limiter.enforce(rules.verifyPerIp, client.ip ?? UNKNOWN_CLIENT, 'auth.verify_email.rate_limited', () =>
+        securityEvent(log, 'verify_email.rate_limited', { userId: user.id, ip: client.ip }),
+      );
       // One transaction with the code row locked: the comparison, the attempt count and the
       // consumption of one code never interleave, so 50 parallel guesses make exactly 5
       // attempts, and of two parallel right codes one verifies and the other then finds the
@@ -116,9 +114,7 @@ export function createVerificationService(deps: VerificationDeps): VerificationS
         rule: rules.resendPerAddress,
         subjects: [email],
       });
-      if (!verdict.allowed) {
-        throw new AppError('auth.resend_verification.too_many_attempts', { headers: { 'retry-after': String(verdict.retryAfterSeconds) } });
-      }
+      if (!verdict.allowed) throw tooManyAttempts('auth.resend_verification.too_many_attempts', verdict.retryAfterSeconds);
       const user = await findUserByEmail(db, email);
       if (user === undefined || user.is_email_verified || user.email === null) return;
       const target = { id: user.id, username: user.username, email: user.email };
