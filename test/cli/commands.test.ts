@@ -384,7 +384,7 @@ describe('latchkey sessions revoke', () => {
     expect((await withBearer(ctx, 'GET', '/auth/v0/me', a2.accessToken)).statusCode).toBe(401);
     expect((await refresh(ctx, a2.refreshToken)).statusCode).toBe(401);
     expect((await withBearer(ctx, 'GET', '/auth/v0/me', b1.accessToken)).statusCode).toBe(200);
-    const { rows } = await ctx.db.query<{ id: string; revoked_reason: string | null }>('SELECT id, revoked_reason FROM sessions WHERE user_id = $1 ORDER BY created_at', [alice.id]);
+    const { rows } = await ctx.db.query<{ id: string; revoked_reason: string | null }>('SELECT id, revoked_reason FROM sessions WHERE user_id = $1 ORDER BY created_at, id', [alice.id]);
     expect(Object.fromEntries(rows.map((r) => [r.id, r.revoked_reason]))).toEqual({ [a1.sessionId]: null, [a2.sessionId]: 'revoked_by_admin' });
 
     // Again: nothing left to revoke, still success.

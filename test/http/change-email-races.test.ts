@@ -32,7 +32,7 @@ describe('email-change races', () => {
     const results = await Promise.all(Array.from({ length: 5 }, () => confirm(token, code)));
     expect(results.map((r) => r.statusCode).sort()).toEqual([200, 410, 410, 410, 410]);
     for (const r of results.filter((x) => x.statusCode === 410)) expect(r.json()).toMatchObject({ code: 'auth.change_email.code_expired' });
-    const { rows } = await ctx.db.query("SELECT payload->>'notice' AS notice FROM email_outbox WHERE recipient = $1 AND kind = 'notice' ORDER BY created_at", [user.email]);
+    const { rows } = await ctx.db.query("SELECT payload->>'notice' AS notice FROM email_outbox WHERE recipient = $1 AND kind = 'notice' ORDER BY created_at, id", [user.email]);
     expect(rows).toEqual([{ notice: 'email_change_requested' }, { notice: 'email_changed' }]);
   });
 

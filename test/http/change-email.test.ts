@@ -189,11 +189,18 @@ describe('change-email confirmation', () => {
     const second = newAddress();
     expect((await changeEmail(ctx, token, { new_email: first, password: PASSWORD })).statusCode).toBe(204);
     const old = await emailChangeCode(ctx, first);
-    // Queued and not yet sent when the second request supersedes it.
+    const outbox = (): Promise<{ rows: { id: string; status: string }[] }> =>
+      ctx.db.query("SELECT id, status FROM email_outbox WHERE kind = 'email_change' AND recipient = $1", [first]);
+    const sentFirst = (await outbox()).rows;
+    expect(sentFirst.map((r) => r.status)).toEqual(['sent']);
+    // Queued and not yet sent when the second request supersedes it. Rows are told apart by id,
+    // not created_at: the test clock gives both requests the same instant.
     expect((await changeEmail(ctx, token, { new_email: first, password: PASSWORD })).statusCode).toBe(204);
     expect((await changeEmail(ctx, token, { new_email: second, password: PASSWORD })).statusCode).toBe(204);
-    const { rows } = await ctx.db.query<{ status: string }>("SELECT status FROM email_outbox WHERE kind = 'email_change' AND recipient = $1 ORDER BY created_at", [first]);
-    expect(rows.map((r) => r.status)).toEqual(['sent', 'cancelled']);
+    const after = (await outbox()).rows;
+    expect(after).toHaveLength(2);
+    expect(after.find((r) => r.id === sentFirst[0]!.id)?.status).toBe('sent');
+    expect(after.find((r) => r.id !== sentFirst[0]!.id)?.status).toBe('cancelled');
     const code = await emailChangeCode(ctx, second);
     if (old !== code) expectError(await confirmChange(ctx, token, { code: old }), 410, 'auth.change_email.code_mismatch');
     const res = await confirmChange(ctx, token, { code });

@@ -127,7 +127,7 @@ describe('delete-account succeeds', () => {
     expect(await limitRows(user.id)).toBe(1);
     await ctx.app.outbox.runOnce();
     const mail = async (to: string) =>
-      (await ctx.db.query<{ kind: string; status: string }>('SELECT kind, status FROM email_outbox WHERE recipient = $1 ORDER BY created_at', [to])).rows;
+      (await ctx.db.query<{ kind: string; status: string }>('SELECT kind, status FROM email_outbox WHERE recipient = $1 ORDER BY created_at, id', [to])).rows;
     expect(await mail(user.email)).toEqual([{ kind: 'verification', status: 'sent' }]);
     // A dead row too (an earlier notice the outbox gave up on).
     await ctx.db.query(

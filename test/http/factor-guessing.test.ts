@@ -98,7 +98,7 @@ describe('one budget for every check of the current password', () => {
 
 async function noticesTo(c: TestContext, email: string): Promise<{ notice: string; text: string }[]> {
   const { rows } = await c.db.query<{ notice: string; payload: unknown }>(
-    "SELECT payload->>'notice' AS notice, payload FROM email_outbox WHERE recipient = $1 AND kind = 'notice' ORDER BY created_at",
+    "SELECT payload->>'notice' AS notice, payload FROM email_outbox WHERE recipient = $1 AND kind = 'notice' ORDER BY created_at, id",
     [email],
   );
   return rows.map((r) => ({ notice: r.notice, text: JSON.stringify(r.payload) }));

@@ -25,7 +25,7 @@ const enrolled = (c: TestContext = ctx) => enrolledIn(c);
 
 
 async function noticesTo(c: TestContext, email: string): Promise<string[]> {
-  const { rows } = await c.db.query<{ notice: string }>("SELECT payload->>'notice' AS notice FROM email_outbox WHERE recipient = $1 AND kind = 'notice' ORDER BY created_at", [email]);
+  const { rows } = await c.db.query<{ notice: string }>("SELECT payload->>'notice' AS notice FROM email_outbox WHERE recipient = $1 AND kind = 'notice' ORDER BY created_at, id", [email]);
   return rows.map((r) => r.notice);
 }
 

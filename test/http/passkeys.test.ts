@@ -23,7 +23,7 @@ afterAll(async () => ctx.close());
 
 async function noticesTo(c: TestContext, email: string): Promise<{ notice: string; details: string[] | null }[]> {
   const { rows } = await c.db.query<{ notice: string; details: string[] | null }>(
-    "SELECT payload->>'notice' AS notice, payload->'details' AS details FROM email_outbox WHERE recipient = $1 AND kind = 'notice' ORDER BY created_at",
+    "SELECT payload->>'notice' AS notice, payload->'details' AS details FROM email_outbox WHERE recipient = $1 AND kind = 'notice' ORDER BY created_at, id",
     [email],
   );
   return rows;

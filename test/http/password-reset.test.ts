@@ -299,7 +299,7 @@ describe('queued reset emails (outbox worker stopped)', () => {
       quiet.clock.advance(61);
     }
     const { rows } = await quiet.db.query<{ kind: string; status: string }>(
-      "SELECT kind, status FROM email_outbox WHERE recipient = $1 AND kind <> 'password_reset_request' ORDER BY created_at",
+      "SELECT kind, status FROM email_outbox WHERE recipient = $1 AND kind <> 'password_reset_request' ORDER BY created_at, id",
       [email],
     );
     expect(rows).toEqual([
@@ -308,7 +308,7 @@ describe('queued reset emails (outbox worker stopped)', () => {
       { kind: 'password_reset', status: 'pending' },
     ]);
     const { rows: codes } = await quiet.db.query<{ purpose: string; live: boolean }>(
-      'SELECT purpose, (superseded_at IS NULL AND consumed_at IS NULL) AS live FROM verification_codes WHERE email = $1 ORDER BY created_at',
+      'SELECT purpose, (superseded_at IS NULL AND consumed_at IS NULL) AS live FROM verification_codes WHERE email = $1 ORDER BY created_at, id',
       [email],
     );
     expect(codes).toEqual([
@@ -362,7 +362,7 @@ describe('queued reset emails (outbox worker stopped)', () => {
     const codes = createOneTimeCodes({ clock: quiet.clock, codeHmacKey: quiet.app.keys.codeHmacKey });
     expect(await quiet.db.transaction((tx) => codes.revokeAll(tx, 'password_reset', { id: rows[0]!.id, email }))).toBe(1);
     const outbox = await quiet.db.query<{ kind: string; status: string }>(
-      "SELECT kind, status FROM email_outbox WHERE recipient = $1 AND kind IN ('password_reset', 'verification') ORDER BY created_at",
+      "SELECT kind, status FROM email_outbox WHERE recipient = $1 AND kind IN ('password_reset', 'verification') ORDER BY created_at, id",
       [email],
     );
     expect(outbox.rows).toEqual([

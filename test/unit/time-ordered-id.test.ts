@@ -33,4 +33,19 @@ describe('time-ordered ids (UUID version 7, RFC 9562)', () => {
     expect(new Set(ids).size).toBe(ids.length);
     for (const id of ids.slice(0, 100)) expect(id).toMatch(UUID_V7);
   });
+
+  it('made in the same millisecond, sort in the order they were made (a 12-bit counter, RFC 9562 §6.2)', () => {
+    for (let round = 0; round < 50; round++) {
+      const at = 2_000_000 + round;
+      const ids = Array.from({ length: 2048 }, () => newTimeOrderedId(at));
+      expect([...ids].sort()).toEqual(ids);
+      for (const id of ids.slice(0, 20)) expect(timeOf(id)).toBe(at);
+    }
+  });
+
+  it('past 4096 in one millisecond, stay unique and valid', () => {
+    const ids = Array.from({ length: 10_000 }, () => newTimeOrderedId(3_000_000));
+    expect(new Set(ids).size).toBe(ids.length);
+    for (const id of ids) expect(id).toMatch(UUID_V7);
+  });
 });

@@ -1,4 +1,3 @@
-import { randomUUID } from 'node:crypto';
 import type { Clock } from '../../clock.js';
 import type { Queryable } from '../../db/db.js';
 import { constantTimeEqual, hmacSha256, newVerificationCode } from '../../crypto/secrets.js';
@@ -73,7 +72,7 @@ export function createOneTimeCodes(deps: OneTimeCodesDeps): OneTimeCodes {
       if (recipient === undefined) return false;
       const now = clock.now();
       const code = newVerificationCode();
-      const id = randomUUID();
+      const id = newTimeOrderedId();
       const expiresAt = new Date(now.getTime() + ttlSeconds * 1000);
       const superseded = await replaceCode(tx, { id, purpose, userId: user.id, userEmail: user.email, email: recipient, codeHash: hashCode(id, code), now, expiresAt });
       if (superseded === undefined) return false;
