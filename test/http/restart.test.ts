@@ -22,6 +22,12 @@ async function start() {
   return { app, db, stop: async () => (await app.close(), await db.close()) };
 }
 
+/**
+ * Each start opens a file-backed PGlite in DATA_DIR, and the first runs every migration on it and
+ * generates an RSA key: several seconds alone, and beyond the suite's 20 s when the machine is busy.
+ */
+const START_TIMEOUT_MS = 90_000;
+
 describe('zero-configuration start (docs/operations.md)', () => {
   it('keeps users, sessions and the signing key in DATA_DIR: tokens stay valid across restarts', async () => {
     const first = await start();
@@ -47,7 +53,7 @@ describe('zero-configuration start (docs/operations.md)', () => {
     } finally {
       await second.stop();
     }
-  });
+  }, START_TIMEOUT_MS);
 
   it('serves real HTTP on 127.0.0.1 with the refresh cookie in Set-Cookie only', async () => {
     const svc = await start();
@@ -69,5 +75,5 @@ describe('zero-configuration start (docs/operations.md)', () => {
     } finally {
       await svc.stop();
     }
-  });
+  }, START_TIMEOUT_MS);
 });

@@ -41,3 +41,33 @@ describe('the browser project (vitest.config.ts)', () => {
     for (const f of files) if (listed(BROWSER_TESTS, f)) expect(listed(DATABASE_FREE_TESTS, f), f).toBe(false);
   });
 });
+
+/**
+ * vitest.config.ts runs a worker's files in one module graph (`isolate: false`): a file that
+ * mocked a module, stubbed a global, faked timers or set an environment variable would change
+ * what the files after it in that worker see.
+ */
+const LEAKS_ACROSS_FILES = [
+  /\bvi\.(mock|doMock|stubGlobal|stubEnv|useFakeTimers|spyOn)\(/,
+  /process\.env(\[[^\]]+\]|\.[A-Za-z_]\w*)\s*=[^=]/,
+  /delete process\.env\b/,
+  /Object\.assign\(process\.env\b/,
+  /globalThis\.\w+\s*=[^=]/,
+];
+
+describe('files that share a worker (vitest.config.ts, isolate: false)', () => {
+  it('none mocks a module, stubs a global, fakes timers or sets an environment variable', () => {
+    const files = testFilesUnder('test').filter((f) => !f.startsWith('test/reliability/') && f !== 'test/unit/test-projects.test.ts');
+    expect(files.length).toBeGreaterThan(50);
+    for (const f of files) {
+      const text = readFileSync(path.join(ROOT, f), 'utf8');
+      for (const pattern of LEAKS_ACROSS_FILES) expect(pattern.test(text), `${f} matches ${pattern}: it would leak into the next file of its worker`).toBe(false);
+    }
+  });
+
+  it('the check sees what it looks for', () => {
+    const samples = ["vi.mock('../x.js')", 'vi.useFakeTimers()', "process.env.PORT = '1'", "process.env['PORT'] = '1'", 'delete process.env.PORT', 'Object.assign(process.env, {})', 'globalThis.fetch = f'];
+    for (const s of samples) expect(LEAKS_ACROSS_FILES.some((p) => p.test(s)), s).toBe(true);
+    expect(LEAKS_ACROSS_FILES.some((p) => p.test("process.env.TEST_DB === 'postgres'"))).toBe(false);
+  });
+});
