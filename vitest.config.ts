@@ -1,13 +1,14 @@
 import { configDefaults, defineConfig } from 'vitest/config';
 
 /**
- * Three projects (docs/operations.md, "Tests"):
+ * Three projects (README, "Tests"):
  * - `pglite`: every suite but the browser files, on the embedded PGlite database;
  * - `postgres` (only with TEST_DATABASE_URL set): the same suites again against that PostgreSQL
  *   server, without the files that open no database (DATABASE_FREE_TESTS);
  * - `browser`: the files that drive Chromium or wait for real token expiry (BROWSER_TESTS), once,
  *   on PGlite: they test the pages and the browser client, which do not depend on the database.
- * `npm test` runs them all; `npx vitest run --project browser` runs one.
+ * `npm test` runs them all, each in a vitest process of its own (scripts/test.mjs);
+ * `npx vitest run --project browser` runs one.
  */
 /**
  * TEST_EXCLUDE: more file globs to leave out, comma-separated, in every project (`.ci/run` uses it
@@ -67,16 +68,16 @@ export default defineConfig({
     pool: 'forks',
     // A worker runs its files one after the other in one module graph: the service's modules
     // (Fastify, TypeBox, jose, the routes) are imported once per worker instead of once per file,
-    // which was about 3 s of CPU a file. Nothing in the suite keeps state at module level that
-    // another file could see: each file builds its own app, database, clock and SMTP server, and
-    // no file mocks a module or stubs a global (test/unit/test-projects.test.ts checks the latter).
+    // about 3 s of CPU a file. Nothing in the suite keeps state at module level that another file
+    // could see: each file builds its own app, database, clock and SMTP server, and no file mocks a
+    // module, stubs a global or sets an environment variable (test/unit/test-projects.test.ts).
+    // vitest then runs the projects of one invocation one after the other, so `npm test` starts
+    // one invocation per project, side by side (scripts/test.mjs).
     isolate: false,
-    // Three files at a time on the 2-core machine (vitest's default is one fewer than the cores:
-    // one). Some files spend most of their time waiting (the client tabs wait minutes for real
-    // token expiry; CLI files wait on child processes), so a third worker uses the cores they
-    // leave idle. Timing comparisons in the suite take medians of interleaved pairs, so a
+    // Two files at a time per project (vitest's default is one fewer than the cores: one on a
+    // 2-core machine). Timing comparisons in the suite take medians of interleaved pairs, so a
     // neighbour's load falls on both sides alike.
-    maxWorkers: 3,
+    maxWorkers: 2,
     minWorkers: 1,
     projects,
   },

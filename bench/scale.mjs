@@ -29,8 +29,12 @@
 //   BENCH_SCALE_USERS (1000000), BENCH_SCALE_SMALL_USERS (10000)   the two population sizes
 //   BENCH_SCALE_SAMPLE (2000)     users (sessions, passkeys) each scenario cycles through, per side
 //   BENCH_SCENARIOS (all)         subset of me,refresh,sign-in,sign-up,sessions,reset,passkey
-//   BENCH_DURATION (5)            seconds measured per side and scenario, in BENCH_ROUNDS (5)
-//                                 alternating slices, after BENCH_WARMUP (1) s of warm-up per side
+//   BENCH_DURATION (15)           seconds measured per side and scenario, in BENCH_ROUNDS (5)
+//                                 alternating slices, after BENCH_WARMUP (5) s of warm-up per side:
+//                                 each side's service is a process of its own, whose JIT needs
+//                                 some thousands of requests per route to settle (with 1 s, the
+//                                 first slices of both sides ran at half the speed of the last),
+//                                 and 5 s uses each sampled session and passkey at least once
 //   BENCH_CONNECTIONS (32)        concurrencies measured
 //   BENCH_SCALE_POOL_MODES (1)    0 skips the session-against-transaction pool mode comparison
 //   BENCH_SCALE_KEEP (0)          1 keeps both databases (their names are printed)
@@ -103,9 +107,9 @@ const settings = {
   smallUsers: Math.floor(envNumber('BENCH_SCALE_SMALL_USERS', 10_000)),
   sample: Math.floor(envNumber('BENCH_SCALE_SAMPLE', 2_000)),
   scenarios: (process.env.BENCH_SCENARIOS ?? SCALE_SCENARIOS.join(',')).split(',').map((s) => s.trim()),
-  seconds: envNumber('BENCH_DURATION', 5),
+  seconds: envNumber('BENCH_DURATION', 15),
   rounds: Math.max(1, Math.floor(envNumber('BENCH_ROUNDS', 5))),
-  warmupSeconds: envNumber('BENCH_WARMUP', 1),
+  warmupSeconds: envNumber('BENCH_WARMUP', 5),
   connections: (process.env.BENCH_CONNECTIONS ?? '32').split(',').map((c) => Math.max(1, Math.floor(Number(c)))),
   poolModes: process.env.BENCH_SCALE_POOL_MODES !== '0',
   keep: process.env.BENCH_SCALE_KEEP === '1',

@@ -126,7 +126,8 @@ describe.skipIf(SKIP_BROWSER)('identity providers in Chromium, through @latchkey
     await demo.click('button[type="submit"]');
     await demo.waitForURL(`${origin}/auth/v0/demo`);
     await demo.waitForSelector('#state[data-signed-in="true"]');
-    expect(await demo.textContent('#state')).toContain('bob (bob@provider.test)');
+    // The page shows "Signed in" at once and the user's name once its /me answers.
+    await expect.poll(() => demo.textContent('#state')).toContain('bob (bob@provider.test)');
 
     await demo.context().addCookies([{ name: 'gh_user', value: 'hubot', url: github.url }]);
     await demo.click('button.provider-link[data-provider="github"]');

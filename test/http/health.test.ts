@@ -89,7 +89,10 @@ describe('GET /readyz', () => {
     await app.ready();
     try {
       expect((await get(app, '/readyz')).statusCode).toBe(200);
-      await database.drop(); // closes the connection (and drops the database on PostgreSQL)
+      // Closes the connection (a pooled PGlite closed here is not handed to another file), and
+      // drops the database on PostgreSQL.
+      await database.db.close();
+      await database.drop();
       const res = await get(app, '/readyz');
       expect(res.statusCode).toBe(503);
       expect(res.json()).toEqual({ code: 'service_unavailable', message: 'The database cannot be reached.' });
