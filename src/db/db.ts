@@ -31,6 +31,7 @@ export interface Db extends Queryable {
    * PGlite has only one connection, so it passes itself.
    */
   withConnection<T>(fn: (conn: Queryable & { exec(sql: string): Promise<void> }) => Promise<T>): Promise<T>;
+  /** Closes every connection; closing an already closed database does nothing. */
   close(): Promise<void>;
 }
 

@@ -185,8 +185,9 @@ export function openPostgres(options: PostgresOptions): Db {
         conn.release();
       }
     },
+    // Closing twice is a no-op, as with PGlite (pg's pool throws on a second end()).
     async close(): Promise<void> {
-      await pool.end();
+      if (!pool.ending && !pool.ended) await pool.end();
     },
   };
 }

@@ -29,6 +29,11 @@ const SMTP_PERMANENT_FAILURE = 550;
 /** SMTP reply for a transient failure: the row is retried later. */
 const SMTP_TRANSIENT_FAILURE = 451;
 
+/**
+ * A test on an empty database: PGlite's own initdb (no migrated dump to start from) and, for
+ * most, every migration. About 10 s alone; beyond the suite's 20 s when the machine is busy.
+ */
+const EMPTY_DATABASE_TIMEOUT_MS = 90_000;
 const work = mkdtempSync(path.join(tmpdir(), 'auth-cli-'));
 afterAll(() => rmSync(work, { recursive: true, force: true }));
 
@@ -113,7 +118,7 @@ describe('latchkey migrate', () => {
     } finally {
       await empty.drop();
     }
-  });
+  }, EMPTY_DATABASE_TIMEOUT_MS);
 
   it('--help prints the usage (exit 0); an argument is a usage error (exit 2); a bad configuration exits 1', async () => {
     const help = await run(runMigrateCommand, ['--help']);
@@ -142,7 +147,7 @@ describe('latchkey migrate', () => {
     } finally {
       await empty.drop();
     }
-  });
+  }, EMPTY_DATABASE_TIMEOUT_MS);
 });
 
 describe('latchkey outbox', () => {
@@ -354,7 +359,7 @@ describe('latchkey outbox', () => {
     } finally {
       await empty.drop();
     }
-  });
+  }, EMPTY_DATABASE_TIMEOUT_MS);
 });
 
 describe('latchkey sessions revoke', () => {

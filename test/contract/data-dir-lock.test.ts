@@ -310,5 +310,6 @@ describe.skipIf(process.env.TEST_DB === 'postgres')('DATA_DIR lock (lockDataDir)
     expect(existsSync(path.join(config.dataDir, DATA_DIR_LOCK_FILE))).toBe(false);
     const again = await openDatabase(config, 'migrate');
     await again.close();
-  });
+    // Two file-backed PGlite starts, the first with its initdb: beyond the suite's 20 s on a busy machine.
+  }, 90_000);
 });
