@@ -62,7 +62,6 @@ function run(project) {
       [child.stderr, process.stderr],
     ]) {
       createInterface({ input: stream, crlfDelay: Infinity }).on('line', (line) => {
-        // eslint-disable-next-line no-control-regex
         if (SUMMARY.test(line.replace(/\u001b\[[0-9;]*m/g, ''))) summary.push(line.trim());
         out.write(`${line}\n`);
       });
