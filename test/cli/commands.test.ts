@@ -14,7 +14,7 @@ import { enqueueEmail } from '../../src/modules/mail/outbox.repo.js';
 import { MAX_SEND_ATTEMPTS } from '../../src/modules/mail/outbox.worker.js';
 import { runSessionsCommand } from '../../src/modules/sessions/sessions.cli.js';
 import { createTestContext, type TestContext } from '../helpers/context.js';
-import { testPoolMode } from '../helpers/database.js';
+import { PGLITE_FROM_EMPTY_TIMEOUT_MS, testPoolMode } from '../helpers/database.js';
 import { createVerifiedUser, postJson, refresh, signIn, signUp, uniqueName, withBearer } from '../helpers/flows.js';
 
 /** What a command printed and returned. */
@@ -29,11 +29,6 @@ const SMTP_PERMANENT_FAILURE = 550;
 /** SMTP reply for a transient failure: the row is retried later. */
 const SMTP_TRANSIENT_FAILURE = 451;
 
-/**
- * A test on an empty database: PGlite's own initdb (no migrated dump to start from) and, for
- * most, every migration. About 10 s alone; beyond the suite's 20 s when the machine is busy.
- */
-const EMPTY_DATABASE_TIMEOUT_MS = 90_000;
 const work = mkdtempSync(path.join(tmpdir(), 'auth-cli-'));
 afterAll(() => rmSync(work, { recursive: true, force: true }));
 
@@ -118,7 +113,7 @@ describe('latchkey migrate', () => {
     } finally {
       await empty.drop();
     }
-  }, EMPTY_DATABASE_TIMEOUT_MS);
+  }, PGLITE_FROM_EMPTY_TIMEOUT_MS);
 
   it('--help prints the usage (exit 0); an argument is a usage error (exit 2); a bad configuration exits 1', async () => {
     const help = await run(runMigrateCommand, ['--help']);
@@ -147,7 +142,7 @@ describe('latchkey migrate', () => {
     } finally {
       await empty.drop();
     }
-  }, EMPTY_DATABASE_TIMEOUT_MS);
+  }, PGLITE_FROM_EMPTY_TIMEOUT_MS);
 });
 
 describe('latchkey outbox', () => {
@@ -359,7 +354,7 @@ describe('latchkey outbox', () => {
     } finally {
       await empty.drop();
     }
-  }, EMPTY_DATABASE_TIMEOUT_MS);
+  }, PGLITE_FROM_EMPTY_TIMEOUT_MS);
 });
 
 describe('latchkey sessions revoke', () => {

@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config.js';
 import { DATA_DIR_LOCK_FILE, DataDirLockedError, FOREIGN_LOCK_STALE_MS, lockDataDir, type LockOwner } from '../../src/db/data-dir-lock.js';
 import { openDatabase } from '../../src/db/open.js';
+import { PGLITE_FROM_EMPTY_TIMEOUT_MS } from '../helpers/database.js';
 
 /**
  * The DATA_DIR lock of the embedded database (src/db/data-dir-lock.ts, docs/operations.md "One
@@ -310,6 +311,6 @@ describe.skipIf(process.env.TEST_DB === 'postgres')('DATA_DIR lock (lockDataDir)
     expect(existsSync(path.join(config.dataDir, DATA_DIR_LOCK_FILE))).toBe(false);
     const again = await openDatabase(config, 'migrate');
     await again.close();
-    // Two file-backed PGlite starts, the first with its initdb: beyond the suite's 20 s on a busy machine.
-  }, 90_000);
+    // Two file-backed PGlite starts, the first with its initdb.
+  }, PGLITE_FROM_EMPTY_TIMEOUT_MS);
 });

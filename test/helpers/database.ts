@@ -50,41 +50,50 @@ function migratedDump(): Promise<Blob | undefined> {
  * starting another PGlite (about 1.5 s of CPU each, and memory that a worker would otherwise
  * collect only late).
  */
-const idlePglite: { db: PgliteDb; empty: string }[] = [];
+const idlePglite: PgliteDb[] = [];
 
 /**
- * The statement that empties every table of `db` but the migrations' own (`schema_version`), and
- * restarts their sequences: the migrations insert no row, so an emptied database is what a fresh
- * one is.
+ * The statement that empties every table but the migrations' own (`schema_version`), and restarts
+ * their sequences: the migrations insert no row, so an emptied database is what a fresh one is.
+ * Read once per worker from its first database: every copy of the dump has the same tables.
  */
-async function emptyingStatement(db: PgliteDb): Promise<string> {
-  const { rows } = await db.query<{ tables: string }>(
-    `SELECT string_agg(format('%I.%I', schemaname, tablename), ', ' ORDER BY tablename) AS tables
-       FROM pg_tables WHERE schemaname = 'public' AND tablename <> 'schema_version'`,
-  );
-  return `TRUNCATE ${rows[0]!.tables} RESTART IDENTITY CASCADE`;
+let emptying: Promise<string> | undefined;
+function emptyingStatement(db: PgliteDb): Promise<string> {
+  emptying ??= db
+    .query<{ tables: string }>(
+      `SELECT string_agg(format('%I.%I', schemaname, tablename), ', ' ORDER BY tablename) AS tables
+         FROM pg_tables WHERE schemaname = 'public' AND tablename <> 'schema_version'`,
+    )
+    .then(({ rows }) => `TRUNCATE ${rows[0]!.tables} RESTART IDENTITY CASCADE`);
+  return emptying;
 }
+
+/**
+ * How long a test may take that starts PGlite without the migrated dump (its own initdb, then
+ * every migration), in memory or in a DATA_DIR: about 10 s alone, beyond the suite's 20 s when
+ * the machine is busy.
+ */
+export const PGLITE_FROM_EMPTY_TIMEOUT_MS = 90_000;
 
 /** A migrated, empty PGlite database: an idle one of this worker emptied, or a new copy of the dump. */
 async function pgliteTestDatabase(): Promise<TestDatabase> {
-  let entry = idlePglite.pop();
-  if (entry !== undefined) {
+  let db = idlePglite.pop();
+  if (db !== undefined) {
     try {
-      await entry.db.exec(entry.empty);
+      await db.exec(await emptyingStatement(db));
     } catch {
       // Closed by the file that had it: start a new one.
-      entry = undefined;
+      db = undefined;
     }
   }
-  if (entry === undefined) {
-    const db = await openPglite(undefined, { loadDataDir: await migratedDump() });
+  if (db === undefined) {
+    db = await openPglite(undefined, { loadDataDir: await migratedDump() });
     await migrate(db);
-    entry = { db, empty: await emptyingStatement(db) };
   }
-  const held = entry;
+  const held = db;
   let dropped = false;
   return {
-    db: held.db,
+    db: held,
     url: undefined,
     async drop() {
       if (dropped) return;

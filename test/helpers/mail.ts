@@ -16,3 +16,12 @@ export async function mailsTo(ctx: TestContext, email: string, count: number): P
   }
   throw new Error(`fewer than ${count} emails to ${email} arrived`);
 }
+
+/** The kinds of the security notices queued to `email`, oldest first, with their detail lines. */
+export async function noticesTo(ctx: TestContext, email: string): Promise<{ notice: string; details: string[] | null }[]> {
+  const { rows } = await ctx.db.query<{ notice: string; details: string[] | null }>(
+    "SELECT payload->>'notice' AS notice, payload->'details' AS details FROM email_outbox WHERE recipient = $1 AND kind = 'notice' ORDER BY created_at, id",
+    [email],
+  );
+  return rows;
+}

@@ -122,15 +122,6 @@ export function claimsOf(accessToken: string): Record<string, unknown> {
   return JSON.parse(Buffer.from(accessToken.split('.')[1]!, 'base64url').toString()) as Record<string, unknown>;
 }
 
-/** The kinds of the security notices queued to `email`, oldest first, with their detail lines. */
-export async function noticesTo(ctx: TestContext, email: string): Promise<{ notice: string; details: string[] | null }[]> {
-  const { rows } = await ctx.db.query<{ notice: string; details: string[] | null }>(
-    "SELECT payload->>'notice' AS notice, payload->'details' AS details FROM email_outbox WHERE recipient = $1 AND kind = 'notice' ORDER BY created_at, id",
-    [email],
-  );
-  return rows;
-}
-
 /** A free TCP port on 127.0.0.1 (nothing listens on it when this returns). */
 export async function freePort(): Promise<number> {
   const { createServer } = await import('node:net');

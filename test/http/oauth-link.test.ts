@@ -8,12 +8,12 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestContext, type TestContext } from '../helpers/context.js';
 import { createVerifiedUser, emailChangeCode, PASSWORD, postJson, resetCode, setCookies, signIn, uniqueName, withBearer } from '../helpers/flows.js';
 import { codeNow, nextStep } from '../helpers/mfa.js';
+import { noticesTo } from '../helpers/mail.js';
 import {
   APP_PAGE,
   browserAs,
   claimsOf,
   expectLanding,
-  noticesTo,
   PUBLIC_URL,
   refreshIn,
   runFlow,

@@ -6,7 +6,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestContext, type TestContext } from '../helpers/context.js';
 import { createVerifiedUser, PASSWORD, signIn, signUp, uniqueName, withBearer } from '../helpers/flows.js';
-import { APP_PAGE, browserAs, claimsOf, expectLanding, noticesTo, refreshIn, signInWith, startTestProviders, type TestProviders } from '../helpers/oauth.js';
+import { noticesTo } from '../helpers/mail.js';
+import { APP_PAGE, browserAs, claimsOf, expectLanding, refreshIn, signInWith, startTestProviders, type TestProviders } from '../helpers/oauth.js';
 
 let ctx: TestContext;
 let providers: TestProviders;

@@ -9,6 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestContext, type TestContext } from '../helpers/context.js';
 import { createVerifiedUser, PASSWORD, postJson, setCookies, signUp, uniqueName, withBearer } from '../helpers/flows.js';
 import { codeNow, nextStep, secondStep } from '../helpers/mfa.js';
+import { noticesTo } from '../helpers/mail.js';
 import {
   APP_PAGE,
   browserAs,
@@ -16,7 +17,6 @@ import {
   claimsOf,
   expectLanding,
   freePort,
-  noticesTo,
   PUBLIC_URL,
   refreshIn,
   runFlow,

@@ -3,6 +3,7 @@ import { decodeJwt } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestContext, type TestContext } from '../helpers/context.js';
 import { createVerifiedUser, expectError, PASSWORD, postJson, refresh, refreshCookieOf, resetCode, setCookies, signIn, textOf, withBearer } from '../helpers/flows.js';
+import { noticesTo } from '../helpers/mail.js';
 import { enrolled } from '../helpers/mfa.js';
 import { passkeySignIn, postAssertion, register, registrationOptions, signInOptions, withPasskey } from '../helpers/passkeys.js';
 import { SoftwareAuthenticator } from '../helpers/webauthn.js';
@@ -21,13 +22,6 @@ beforeAll(async () => {
 afterAll(async () => ctx.close());
 
 
-async function noticesTo(c: TestContext, email: string): Promise<{ notice: string; details: string[] | null }[]> {
-  const { rows } = await c.db.query<{ notice: string; details: string[] | null }>(
-    "SELECT payload->>'notice' AS notice, payload->'details' AS details FROM email_outbox WHERE recipient = $1 AND kind = 'notice' ORDER BY created_at, id",
-    [email],
-  );
-  return rows;
-}
 
 const PASSKEY_KEYS = ['created_at', 'id', 'last_used_at', 'name'];
 

@@ -9,6 +9,7 @@ import { migrate } from '../../src/db/migrate.js';
 import { openDatabase } from '../../src/db/open.js';
 import { GENERATED_KEY_FILE } from '../../src/modules/keys/keys.service.js';
 import { TEST_ARGON2 } from '../helpers/context.js';
+import { PGLITE_FROM_EMPTY_TIMEOUT_MS } from '../helpers/database.js';
 
 const dataDir = mkdtempSync(path.join(tmpdir(), 'auth-restart-'));
 afterAll(() => rmSync(dataDir, { recursive: true, force: true }));
@@ -22,11 +23,8 @@ async function start() {
   return { app, db, stop: async () => (await app.close(), await db.close()) };
 }
 
-/**
- * Each start opens a file-backed PGlite in DATA_DIR, and the first runs every migration on it and
- * generates an RSA key: several seconds alone, and beyond the suite's 20 s when the machine is busy.
- */
-const START_TIMEOUT_MS = 90_000;
+/** Each start opens a file-backed PGlite in DATA_DIR; the first runs its initdb and every migration, and generates an RSA key. */
+const START_TIMEOUT_MS = PGLITE_FROM_EMPTY_TIMEOUT_MS;
 
 describe('zero-configuration start (docs/operations.md)', () => {
   it('keeps users, sessions and the signing key in DATA_DIR: tokens stay valid across restarts', async () => {
