@@ -14,8 +14,16 @@ import { assertion, BENCH_ORIGIN, createPasskey } from './passkey.mjs';
 
 /** The repository root (bench/..). */
 export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
-/** The machine's PostgreSQL server as the superuser; the benchmark creates and drops its own database there. */
-export const ADMIN_URL = process.env.BENCH_ADMIN_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
+/**
+ * The PostgreSQL server as the superuser, where the benchmark creates and drops its own
+ * databases: the machine's server (`BENCH_ADMIN_URL`), unless a benchmark started a server of its
+ * own ({@link useAdminUrl}).
+ */
+export let ADMIN_URL = process.env.BENCH_ADMIN_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
+/** Makes `url` the server of {@link ADMIN_URL} for the rest of the process (bench/postgres-server.mjs). */
+export function useAdminUrl(url) {
+  ADMIN_URL = url;
+}
 /** Every benchmark user has this password: a passphrase the password policy accepts. */
 export const PASSWORD = 'correct horse battery staple';
 /** Users (and sessions) per pool: one per connection at the highest concurrency measured. */

@@ -1,7 +1,10 @@
 // `npm run bench:scale`: the hot paths at a million users against the same paths at ten thousand
 // (docs/performance.md, "At a million users"). Not a test, not part of `npm test` or .ci/run.
 //
-// 1. Creates two databases on the machine's PostgreSQL, latchkey_scale_<time>_large and _small,
+// 0. Starts a PostgreSQL server of its own (bench/postgres-server.mjs) with a shared_buffers sized
+//    for a million users, as a deployment of that size has it (BENCH_SCALE_SHARED_BUFFERS=server
+//    uses the machine's server as it is configured instead).
+// 1. Creates two databases on that PostgreSQL, latchkey_scale_<time>_large and _small,
 //    migrated by a first start of the built service, and makes a few real rows through the API
 //    (template users' argon2id hashes, registered passkeys).
 // 2. Fills both inside PostgreSQL (one INSERT ... SELECT FROM generate_series per table,
@@ -35,11 +38,19 @@
 //                                 some thousands of requests per route to settle (with 1 s, the
 //                                 first slices of both sides ran at half the speed of the last),
 //                                 and 5 s uses each sampled session and passkey at least once
+//   BENCH_SCALE_MIN_REQUESTS (5000)  a scenario slower than that in BENCH_DURATION is measured
+//                                 longer, up to 90 s per side: its p99 then rests on 50 requests
 //   BENCH_CONNECTIONS (32)        concurrencies measured
 //   BENCH_SCALE_POOL_MODES (1)    0 skips the session-against-transaction pool mode comparison
 //   BENCH_SCALE_KEEP (0)          1 keeps both databases (their names are printed)
 //   BENCH_SCALE_LARGE_TABLE_ROWS (10000)  a sequential scan of a table this large fails the run
 //   BENCH_WRITE (1)               0 prints the results instead of writing docs/
+//   BENCH_SCALE_SHARED_BUFFERS    unset: a server of the run's own with shared_buffers of a quarter
+//                                 of the memory, at most 4GB (unless BENCH_ADMIN_URL is set: then
+//                                 that server as it is); a size (512MB, 4GB): a server of its own
+//                                 with that; server: the machine's server (BENCH_ADMIN_URL)
+//   BENCH_PG_BINDIR               where initdb and pg_ctl are (default: pg_config --bindir, else
+//                                 the newest /usr/lib/postgresql/<major>/bin)
 //   BENCH_MAX_LOAD (1.5), BENCH_QUIET_TIMEOUT (600)  wait for a quieter machine before measuring (and
 //                                 up to 60 s before each scenario)
 import { execFileSync } from 'node:child_process';
@@ -82,9 +93,11 @@ import {
   startService,
   waitForQuiet,
   withClient,
+  useAdminUrl,
   writeSigningKey,
 } from './lib.mjs';
 import { assertion } from './passkey.mjs';
+import { startOwnPostgres } from './postgres-server.mjs';
 import { fmt, table, writeDocs } from './report.mjs';
 
 /** The scenarios of bench/lib.mjs measured here, in this order. */
@@ -117,7 +130,28 @@ const settings = {
   write: process.env.BENCH_WRITE !== '0',
   maxLoad: envNumber('BENCH_MAX_LOAD', 1.5),
   quietTimeoutSeconds: envNumber('BENCH_QUIET_TIMEOUT', 600),
+  sharedBuffers: sharedBuffersSetting(),
+  minRequests: envNumber('BENCH_SCALE_MIN_REQUESTS', 5_000),
 };
+/** Longest measurement per side and scenario, in seconds, however slow the scenario. */
+const MAX_SIDE_SECONDS = 90;
+
+/**
+ * BENCH_SCALE_SHARED_BUFFERS: `server` measures on the machine's server (BENCH_ADMIN_URL) as it is
+ * configured; a size (`4GB`, `512MB`) starts a server of the run's own with that `shared_buffers`.
+ * Unset: a server of the run's own with a quarter of the machine's memory, at most 4 GB (what the
+ * indexes and hot rows of a million users need, docs/operations.md), unless BENCH_ADMIN_URL names
+ * a server, which is then used as it is.
+ */
+function sharedBuffersSetting() {
+  const value = process.env.BENCH_SCALE_SHARED_BUFFERS;
+  if (value === undefined || value === '') {
+    if (process.env.BENCH_ADMIN_URL) return 'server';
+    return `${Math.min(4096, Math.floor(os.totalmem() / 4 / 2 ** 20))}MB`;
+  }
+  if (value === 'server' || /^\d+(kB|MB|GB)$/.test(value)) return value;
+  throw new Error(`BENCH_SCALE_SHARED_BUFFERS: "${value}" is neither "server" nor a size such as 4GB or 512MB`);
+}
 for (const name of settings.scenarios) if (!SCALE_SCENARIOS.includes(name)) throw new Error(`BENCH_SCENARIOS: "${name}" is not one of ${SCALE_SCENARIOS.join(', ')}`);
 if (settings.smallUsers < 100 || settings.users < settings.smallUsers) throw new Error('BENCH_SCALE_USERS must be at least BENCH_SCALE_SMALL_USERS, which must be at least 100');
 
@@ -371,7 +405,9 @@ async function makeTemplates(api, dbUrl) {
   const credentials = await mapLimit(names, PREPARE_CONCURRENCY, async (u) => api.registerPasskey((await api.signIn(u.username)).accessToken));
   return withClient(dbUrl, async (c) => {
     const hashes = await c.query('SELECT password_hash FROM users WHERE username = ANY($1::text[]) ORDER BY username', [names.map((u) => u.username)]);
-    const keys = await Promise.all(credentials.map(async (cred) => (await c.query('SELECT public_key FROM passkeys WHERE credential_id = $1', [cred.id])).rows[0].public_key));
+    // One at a time: a pg client runs one query at a time (a second one queued on it is deprecated).
+    const keys = [];
+    for (const cred of credentials) keys.push((await c.query('SELECT public_key FROM passkeys WHERE credential_id = $1', [cred.id])).rows[0].public_key);
     return { passwordHashes: hashes.rows.map((r) => r.password_hash), publicKeys: keys, privateKeys: credentials.map((cred) => cred.privateKey) };
   });
 }
@@ -677,6 +713,20 @@ async function backendCpu(admin, database) {
 /** CPU seconds the backends spent between two {@link backendCpu} readings (a backend new since the first counts whole). */
 const backendCpuDelta = (before, after) => [...after].reduce((sum, [pid, s]) => sum + s - (before.get(pid) ?? 0), 0);
 
+/**
+ * Shared-buffer page accesses of `database` so far (pg_stat_database): `hit`, found in
+ * PostgreSQL's `shared_buffers`; `read`, read from outside them (the operating system's cache or
+ * the disk). A backend reports its counts when a transaction ends at most once a second, and
+ * within a second of going idle: read after {@link STATS_FLUSH_MS} of idleness, they are whole.
+ */
+async function databaseBlocks(admin, database) {
+  const { rows } = await admin.query('SELECT blks_hit::float8 AS hit, blks_read::float8 AS read FROM pg_stat_database WHERE datname = $1', [database]);
+  return { hit: rows[0]?.hit ?? 0, read: rows[0]?.read ?? 0 };
+}
+
+/** How long an idle backend may hold its statistics before reporting them (PGSTAT_MIN_INTERVAL, 1 s), with a margin. */
+const STATS_FLUSH_MS = 1_200;
+
 /** Busy CPU below which, over {@link SETTLE_POLL_MS}, a service counts as idle. */
 const SETTLE_IDLE_SECONDS = 0.01;
 const SETTLE_POLL_MS = 100;
@@ -710,10 +760,10 @@ async function settle(pid) {
  * machine's speed weighs on both alike, each slice followed by a wait until its service is idle.
  * Slices combined as bench/run.mjs combines them.
  */
-async function measureSides(scenario, connections, sides, admin) {
-  const sliceSeconds = settings.seconds / settings.rounds;
+async function measureSides(scenario, connections, sides, admin, { blocks = true } = {}) {
   const slice = async (side, seconds) => {
     await scenario.prepare?.(side.api, side.data, { connections });
+    const blocksBefore = blocks ? await databaseBlocks(admin, side.database) : null;
     const before = cpuSnapshot(side.service.pid);
     const backendsBefore = await backendCpu(admin, side.database);
     const m = await measure({ url: side.service.url, requests: scenario.requests(side.data), connections, seconds });
@@ -721,9 +771,23 @@ async function measureSides(scenario, connections, sides, admin) {
     const cpu = cpuDelta(before, cpuSnapshot(side.service.pid));
     scenario.after?.(side.data);
     await settle(side.service.pid);
-    return { ...m, cpu, backendSeconds };
+    let pages = null;
+    if (blocks) {
+      await sleep(STATS_FLUSH_MS);
+      const after = await databaseBlocks(admin, side.database);
+      pages = { hit: after.hit - blocksBefore.hit, read: after.read - blocksBefore.read };
+    }
+    return { ...m, cpu, backendSeconds, pages };
   };
-  for (const side of sides) await slice(side, settings.warmupSeconds);
+  const warmups = [];
+  for (const side of sides) warmups.push(await slice(side, settings.warmupSeconds));
+  // A p99 is the 1 % tail: at 70 sign-ins a second, 15 s leave ten requests beyond it, and two
+  // runs disagreed by a third. Slow scenarios are measured long enough to reach
+  // BENCH_SCALE_MIN_REQUESTS per side at the warm-up's rate of the slower side (at most
+  // MAX_SIDE_SECONDS).
+  const slowerRate = Math.min(...warmups.map((w) => w.ok / settings.warmupSeconds));
+  const sideSeconds = Math.min(MAX_SIDE_SECONDS, Math.max(settings.seconds, slowerRate > 0 ? settings.minRequests / slowerRate : settings.seconds));
+  const sliceSeconds = sideSeconds / settings.rounds;
   const slices = sides.map(() => []);
   for (let round = 0; round < settings.rounds; round++) {
     const order = round % 2 === 0 ? [0, 1] : [1, 0];
@@ -732,16 +796,21 @@ async function measureSides(scenario, connections, sides, admin) {
   const [a, b] = slices.map((s) => {
     const combined = combineSlices(s);
     const backendSeconds = s.reduce((sum, x) => sum + x.backendSeconds, 0);
-    return { ...combined, databaseBackendMicrosecondsPerRequest: combined.ok > 0 ? (backendSeconds * 1e6) / combined.ok : null };
+    const perRequest = (total) => (combined.ok > 0 ? total / combined.ok : null);
+    const pagesPerRequest = blocks
+      ? { hit: perRequest(s.reduce((sum, x) => sum + x.pages.hit, 0)), read: perRequest(s.reduce((sum, x) => sum + x.pages.read, 0)) }
+      : null;
+    return { ...combined, databaseBackendMicrosecondsPerRequest: perRequest(backendSeconds * 1e6), pagesPerRequest };
   });
   const throughputRatio = b.reqPerSec > 0 ? a.reqPerSec / b.reqPerSec : null;
   const p99Ratio = b.p99Ms > 0 ? a.p99Ms / b.p99Ms : null;
   log(
     `${scenario.name.padEnd(8)} c=${connections} ${sides[0].name} ${a.reqPerSec.toFixed(0)} req/s p99 ${a.p99Ms?.toFixed(2)} ms non2xx ${a.non2xx} | ` +
       `${sides[1].name} ${b.reqPerSec.toFixed(0)} req/s p99 ${b.p99Ms?.toFixed(2)} ms non2xx ${b.non2xx} | ratio ${throughputRatio?.toFixed(3)}, p99 ×${p99Ratio?.toFixed(2)}` +
-      ` | PostgreSQL µs/req ${fmt(a.databaseBackendMicrosecondsPerRequest)} / ${fmt(b.databaseBackendMicrosecondsPerRequest)}`,
+      ` | PostgreSQL µs/req ${fmt(a.databaseBackendMicrosecondsPerRequest)} / ${fmt(b.databaseBackendMicrosecondsPerRequest)}` +
+      (blocks ? ` | pages/req read ${fmt(a.pagesPerRequest.read, 2)} of ${fmt(a.pagesPerRequest.hit + a.pagesPerRequest.read, 1)} / ${fmt(b.pagesPerRequest.read, 2)} of ${fmt(b.pagesPerRequest.hit + b.pagesPerRequest.read, 1)}` : ''),
   );
-  return { scenario: scenario.name, label: scenario.label, connections, load1: loadAverage().one, [sides[0].name]: a, [sides[1].name]: b, throughputRatio, p99Ratio };
+  return { scenario: scenario.name, label: scenario.label, connections, seconds: sideSeconds, load1: loadAverage().one, [sides[0].name]: a, [sides[1].name]: b, throughputRatio, p99Ratio };
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -759,7 +828,7 @@ function renderScale(report) {
   const lines = [
     BEGIN,
     '',
-    `Run of ${report.generatedAt.slice(0, 10)} at ${report.revision ?? 'an unknown revision'}: ${report.machine.cpus} × ${report.machine.cpuModel}, ${report.machine.memoryGiB} GiB, Node ${report.machine.node}, PostgreSQL ${report.machine.postgres} (shared_buffers ${report.machine.sharedBuffers}); 1-minute load ${report.quiet.after.one} before measuring.`,
+    `Run of ${report.generatedAt.slice(0, 10)} at ${report.revision ?? 'an unknown revision'}: ${report.machine.cpus} × ${report.machine.cpuModel}, ${report.machine.memoryGiB} GiB, Node ${report.machine.node}, PostgreSQL ${report.machine.postgres} (shared_buffers ${report.machine.sharedBuffers}, ${report.machine.ownServer ? 'a server started by the run' : 'the machine\'s server as configured'}); 1-minute load ${report.quiet.after.one} before measuring.`,
     '',
     `#### Seeding (${L} users; ${S} users in brackets)`,
     '',
@@ -775,14 +844,15 @@ function renderScale(report) {
       ],
     ),
     '',
-    `#### Hot paths, ${L} against ${S} (${s.seconds} s per side in ${s.rounds} alternating slices, after ${s.warmupSeconds} s of warm-up; ${s.sample} users drawn per scenario)`,
+    `#### Hot paths, ${L} against ${S} (at least ${s.seconds} s per side in ${s.rounds} alternating slices, after ${s.warmupSeconds} s of warm-up, longer where ${s.seconds} s would give fewer than ${s.minRequests.toLocaleString('en-US')} requests; ${s.sample} users drawn per scenario)`,
     '',
     table(
-      ['Scenario', 'Conn.', `${L} req/s`, `${S} req/s`, 'Ratio (≥ 0.9)', `${L} p99 ms`, `${S} p99 ms`, 'p99 × (≤ 1.2)', `PostgreSQL µs/req, ${L} / ${S}`, 'Load after', 'Met'],
+      ['Scenario', 'Conn.', 's per side', `${L} req/s`, `${S} req/s`, 'Ratio (≥ 0.9)', `${L} p99 ms`, `${S} p99 ms`, 'p99 × (≤ 1.2)', `PostgreSQL µs/req, ${L} / ${S}`, `Pages/req read from outside shared_buffers, of all, ${L} / ${S}`, 'Load after', 'Met'],
       report.results.map((r) => {
         const met = r.throughputRatio >= THROUGHPUT_TARGET && r.p99Ratio <= P99_TARGET;
         const pgUs = (side) => fmt(side.databaseBackendMicrosecondsPerRequest);
-        return [r.label, r.connections, fmt(r.large.reqPerSec), fmt(r.small.reqPerSec), fmt(r.throughputRatio, 2), fmt(r.large.p99Ms, 1), fmt(r.small.p99Ms, 1), fmt(r.p99Ratio, 2), `${pgUs(r.large)} / ${pgUs(r.small)}`, fmt(r.load1, 1), met ? 'yes' : '**no**'];
+        const pages = (side) => (side.pagesPerRequest ? `${fmt(side.pagesPerRequest.read, 2)} of ${fmt(side.pagesPerRequest.hit + side.pagesPerRequest.read, 1)}` : 'n/a');
+        return [r.label, r.connections, fmt(r.seconds), fmt(r.large.reqPerSec), fmt(r.small.reqPerSec), fmt(r.throughputRatio, 2), fmt(r.large.p99Ms, 1), fmt(r.small.p99Ms, 1), fmt(r.p99Ratio, 2), `${pgUs(r.large)} / ${pgUs(r.small)}`, `${pages(r.large)} / ${pages(r.small)}`, fmt(r.load1, 1), met ? 'yes' : '**no**'];
       }),
     ),
     '',
@@ -836,12 +906,19 @@ mkdirSync(logDir);
 /** Child processes still running, stopped on the way out whatever happens. */
 const { track, stopAll } = childProcesses();
 let cleanedUp = false;
+/** The benchmark's own PostgreSQL server (bench/postgres-server.mjs), when it runs one. */
+let ownServer = null;
 async function cleanup() {
   if (cleanedUp) return;
   cleanedUp = true;
   await stopAll();
-  if (settings.keep) log(`kept ${names.large} and ${names.small} (BENCH_SCALE_KEEP=1)`);
-  else for (const name of Object.values(names)) await dropDatabase(name).catch((err) => log(`could not drop ${name}: ${err.message}`));
+  if (settings.keep) {
+    log(`kept ${names.large} and ${names.small} (BENCH_SCALE_KEEP=1) on ${ADMIN_URL}`);
+    if (ownServer !== null) log(`the server keeps running in ${ownServer.dir}; stop it with pg_ctl -D ${ownServer.dir}/data stop, then delete the directory`);
+  } else {
+    for (const name of Object.values(names)) await dropDatabase(name).catch((err) => log(`could not drop ${name}: ${err.message}`));
+    ownServer?.stop();
+  }
   rmSync(tmp, { recursive: true, force: true });
 }
 for (const signal of ['SIGINT', 'SIGTERM']) {
@@ -852,7 +929,13 @@ for (const signal of ['SIGINT', 'SIGTERM']) {
 }
 
 async function main() {
-  await ensurePostgres();
+  if (settings.sharedBuffers === 'server') {
+    await ensurePostgres();
+  } else {
+    ownServer = await startOwnPostgres({ shared_buffers: settings.sharedBuffers });
+    useAdminUrl(ownServer.adminUrl);
+    log(`PostgreSQL server of this run on ${ownServer.adminUrl}, shared_buffers ${settings.sharedBuffers} (${ownServer.dir})`);
+  }
   const startedAt = new Date();
   const keyFile = writeSigningKey(tmp);
   const dataDir = path.join(tmp, 'data');
@@ -912,7 +995,7 @@ async function main() {
       { name: 'transaction', database: names.large, service: transaction, api: apiClient(transaction.url), data: sides[0].data },
     ];
     poolModes = [];
-    for (const scenario of scaleScenarios().filter((sc) => sc.name === 'me' || sc.name === 'refresh')) poolModes.push(await measureSides(scenario, settings.connections[0], modeSides, admin));
+    for (const scenario of scaleScenarios().filter((sc) => sc.name === 'me' || sc.name === 'refresh')) poolModes.push(await measureSides(scenario, settings.connections[0], modeSides, admin, { blocks: false }));
     await transaction.stop();
   }
   await Promise.all([large.stop(), small.stop()]);
@@ -923,7 +1006,7 @@ async function main() {
     generatedAt: new Date().toISOString(),
     startedAt: startedAt.toISOString(),
     revision: gitRevision(),
-    machine: { cpus: os.cpus().length, cpuModel: os.cpus()[0]?.model ?? null, memoryGiB: Math.round(os.totalmem() / 2 ** 30), node: process.version, postgres: await postgresVersion(), sharedBuffers: shared[0].shared_buffers },
+    machine: { cpus: os.cpus().length, cpuModel: os.cpus()[0]?.model ?? null, memoryGiB: Math.round(os.totalmem() / 2 ** 30), node: process.version, postgres: await postgresVersion(), sharedBuffers: shared[0].shared_buffers, ownServer: ownServer !== null },
     settings,
     quiet,
     seeding: { large: seedingLarge, small: seedingSmall },
