@@ -716,12 +716,19 @@ const backendCpuDelta = (before, after) => [...after].reduce((sum, [pid, s]) => 
 /**
  * Shared-buffer page accesses of `database` so far (pg_stat_database): `hit`, found in
  * PostgreSQL's `shared_buffers`; `read`, read from outside them (the operating system's cache or
- * the disk). A backend reports its counts when a transaction ends at most once a second, and
+ * the disk). And the server's WAL so far (pg_stat_wal, every database: the other side's service
+ * is idle meanwhile but for its workers' polls): `fpi`, full-page images (a page's first change
+ * after a checkpoint is logged whole), `walBytes`. A backend reports its counts when a transaction ends at most once a second, and
  * within a second of going idle: read after {@link STATS_FLUSH_MS} of idleness, they are whole.
  */
 async function databaseBlocks(admin, database) {
-  const { rows } = await admin.query('SELECT blks_hit::float8 AS hit, blks_read::float8 AS read FROM pg_stat_database WHERE datname = $1', [database]);
-  return { hit: rows[0]?.hit ?? 0, read: rows[0]?.read ?? 0 };
+  const { rows } = await admin.query(
+    `SELECT d.blks_hit::float8 AS hit, d.blks_read::float8 AS read, w.wal_fpi::float8 AS fpi, w.wal_bytes::float8 AS wal_bytes
+       FROM pg_stat_database d, pg_stat_wal w WHERE d.datname = $1`,
+    [database],
+  );
+  const r = rows[0] ?? { hit: 0, read: 0, fpi: 0, wal_bytes: 0 };
+  return { hit: r.hit, read: r.read, fpi: r.fpi, walBytes: r.wal_bytes };
 }
 
 /** How long an idle backend may hold its statistics before reporting them (PGSTAT_MIN_INTERVAL, 1 s), with a margin. */
@@ -775,7 +782,7 @@ async function measureSides(scenario, connections, sides, admin, { blocks = true
     if (blocks) {
       await sleep(STATS_FLUSH_MS);
       const after = await databaseBlocks(admin, side.database);
-      pages = { hit: after.hit - blocksBefore.hit, read: after.read - blocksBefore.read };
+      pages = Object.fromEntries(Object.keys(after).map((key) => [key, after[key] - blocksBefore[key]]));
     }
     return { ...m, cpu, backendSeconds, pages };
   };
@@ -797,9 +804,7 @@ async function measureSides(scenario, connections, sides, admin, { blocks = true
     const combined = combineSlices(s);
     const backendSeconds = s.reduce((sum, x) => sum + x.backendSeconds, 0);
     const perRequest = (total) => (combined.ok > 0 ? total / combined.ok : null);
-    const pagesPerRequest = blocks
-      ? { hit: perRequest(s.reduce((sum, x) => sum + x.pages.hit, 0)), read: perRequest(s.reduce((sum, x) => sum + x.pages.read, 0)) }
-      : null;
+    const pagesPerRequest = blocks ? Object.fromEntries(Object.keys(s[0].pages).map((key) => [key, perRequest(s.reduce((sum, x) => sum + x.pages[key], 0))])) : null;
     return { ...combined, databaseBackendMicrosecondsPerRequest: perRequest(backendSeconds * 1e6), pagesPerRequest };
   });
   const throughputRatio = b.reqPerSec > 0 ? a.reqPerSec / b.reqPerSec : null;
@@ -808,7 +813,10 @@ async function measureSides(scenario, connections, sides, admin, { blocks = true
     `${scenario.name.padEnd(8)} c=${connections} ${sides[0].name} ${a.reqPerSec.toFixed(0)} req/s p99 ${a.p99Ms?.toFixed(2)} ms non2xx ${a.non2xx} | ` +
       `${sides[1].name} ${b.reqPerSec.toFixed(0)} req/s p99 ${b.p99Ms?.toFixed(2)} ms non2xx ${b.non2xx} | ratio ${throughputRatio?.toFixed(3)}, p99 ×${p99Ratio?.toFixed(2)}` +
       ` | PostgreSQL µs/req ${fmt(a.databaseBackendMicrosecondsPerRequest)} / ${fmt(b.databaseBackendMicrosecondsPerRequest)}` +
-      (blocks ? ` | pages/req read ${fmt(a.pagesPerRequest.read, 2)} of ${fmt(a.pagesPerRequest.hit + a.pagesPerRequest.read, 1)} / ${fmt(b.pagesPerRequest.read, 2)} of ${fmt(b.pagesPerRequest.hit + b.pagesPerRequest.read, 1)}` : ''),
+      (blocks
+        ? ` | pages/req read ${fmt(a.pagesPerRequest.read, 2)} of ${fmt(a.pagesPerRequest.hit + a.pagesPerRequest.read, 1)} / ${fmt(b.pagesPerRequest.read, 2)} of ${fmt(b.pagesPerRequest.hit + b.pagesPerRequest.read, 1)}` +
+          ` | FPI/req ${fmt(a.pagesPerRequest.fpi, 2)} / ${fmt(b.pagesPerRequest.fpi, 2)}, WAL bytes/req ${fmt(a.pagesPerRequest.walBytes)} / ${fmt(b.pagesPerRequest.walBytes)}`
+        : ''),
   );
   return { scenario: scenario.name, label: scenario.label, connections, seconds: sideSeconds, load1: loadAverage().one, [sides[0].name]: a, [sides[1].name]: b, throughputRatio, p99Ratio };
 }
@@ -847,12 +855,13 @@ function renderScale(report) {
     `#### Hot paths, ${L} against ${S} (at least ${s.seconds} s per side in ${s.rounds} alternating slices, after ${s.warmupSeconds} s of warm-up, longer where ${s.seconds} s would give fewer than ${s.minRequests.toLocaleString('en-US')} requests; ${s.sample} users drawn per scenario)`,
     '',
     table(
-      ['Scenario', 'Conn.', 's per side', `${L} req/s`, `${S} req/s`, 'Ratio (≥ 0.9)', `${L} p99 ms`, `${S} p99 ms`, 'p99 × (≤ 1.2)', `PostgreSQL µs/req, ${L} / ${S}`, `Pages/req read from outside shared_buffers, of all, ${L} / ${S}`, 'Load after', 'Met'],
+      ['Scenario', 'Conn.', 's per side', `${L} req/s`, `${S} req/s`, 'Ratio (≥ 0.9)', `${L} p99 ms`, `${S} p99 ms`, 'p99 × (≤ 1.2)', `PostgreSQL µs/req, ${L} / ${S}`, `Pages/req read from outside shared_buffers, of all, ${L} / ${S}`, `WAL bytes (full-page images)/req, ${L} / ${S}`, 'Load after', 'Met'],
       report.results.map((r) => {
         const met = r.throughputRatio >= THROUGHPUT_TARGET && r.p99Ratio <= P99_TARGET;
         const pgUs = (side) => fmt(side.databaseBackendMicrosecondsPerRequest);
         const pages = (side) => (side.pagesPerRequest ? `${fmt(side.pagesPerRequest.read, 2)} of ${fmt(side.pagesPerRequest.hit + side.pagesPerRequest.read, 1)}` : 'n/a');
-        return [r.label, r.connections, fmt(r.seconds), fmt(r.large.reqPerSec), fmt(r.small.reqPerSec), fmt(r.throughputRatio, 2), fmt(r.large.p99Ms, 1), fmt(r.small.p99Ms, 1), fmt(r.p99Ratio, 2), `${pgUs(r.large)} / ${pgUs(r.small)}`, `${pages(r.large)} / ${pages(r.small)}`, fmt(r.load1, 1), met ? 'yes' : '**no**'];
+        const wal = (side) => (side.pagesPerRequest ? `${fmt(side.pagesPerRequest.walBytes)} (${fmt(side.pagesPerRequest.fpi, 2)})` : 'n/a');
+        return [r.label, r.connections, fmt(r.seconds), fmt(r.large.reqPerSec), fmt(r.small.reqPerSec), fmt(r.throughputRatio, 2), fmt(r.large.p99Ms, 1), fmt(r.small.p99Ms, 1), fmt(r.p99Ratio, 2), `${pgUs(r.large)} / ${pgUs(r.small)}`, `${pages(r.large)} / ${pages(r.small)}`, `${wal(r.large)} / ${wal(r.small)}`, fmt(r.load1, 1), met ? 'yes' : '**no**'];
       }),
     ),
     '',
@@ -968,6 +977,12 @@ async function main() {
     st.small = other?.custom === undefined ? undefined : planSummary(other.custom);
   }
   log(`${statements.length} statements explained; ${failures.length} with a sequential scan of a large table`);
+  // The seeding wrote gigabytes of WAL: without this, the checkpoints it set off one after the
+  // other (each writing a tenth of shared_buffers, the last spread over minutes) would still run
+  // through the first scenarios. The measurement starts with a checkpoint cycle of its own.
+  const checkpointStarted = performance.now();
+  await withClient(ADMIN_URL, (c) => c.query('CHECKPOINT'));
+  log(`CHECKPOINT in ${((performance.now() - checkpointStarted) / 1000).toFixed(1)} s`);
 
   const large = track(await startService({ env: envOf(urls.large), logFile: path.join(logDir, 'large.log') }));
   const small = track(await startService({ env: envOf(urls.small), logFile: path.join(logDir, 'small.log') }));
