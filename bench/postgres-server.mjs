@@ -1,12 +1,13 @@
 // A PostgreSQL server of the benchmark's own: a throw-away cluster made with the machine's
 // PostgreSQL binaries (initdb, pg_ctl), listening on a free port of 127.0.0.1 only, with the
-// settings a deployment of the measured size would have (docs/operations.md, "PostgreSQL"), so
-// that a measurement at a million users is not a measurement of a default sized for a laptop.
+// settings a deployment of the measured size would have (docs/operations.md, "Sizing on paper";
+// docs/performance.md, "Notes for operators"), so that a measurement at a million users is not a
+// measurement of a default sized for a laptop.
 // Used by `npm run bench:scale` (bench/scale.mjs); stopped and deleted at the end of the run.
 import { execFileSync, spawnSync } from 'node:child_process';
 import { chownSync, existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
-import os from 'node:os';
 import { createServer } from 'node:net';
+import os from 'node:os';
 import path from 'node:path';
 
 /**

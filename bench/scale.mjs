@@ -718,8 +718,9 @@ const backendCpuDelta = (before, after) => [...after].reduce((sum, [pid, s]) => 
  * PostgreSQL's `shared_buffers`; `read`, read from outside them (the operating system's cache or
  * the disk). And the server's WAL so far (pg_stat_wal, every database: the other side's service
  * is idle meanwhile but for its workers' polls): `fpi`, full-page images (a page's first change
- * after a checkpoint is logged whole), `walBytes`. A backend reports its counts when a transaction ends at most once a second, and
- * within a second of going idle: read after {@link STATS_FLUSH_MS} of idleness, they are whole.
+ * after a checkpoint is logged whole), `walBytes`. A backend reports its counts when a
+ * transaction ends, at most once a second, and within a second of going idle: read after
+ * {@link STATS_FLUSH_MS} of idleness, they are whole.
  */
 async function databaseBlocks(admin, database) {
   const { rows } = await admin.query(
