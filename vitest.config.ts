@@ -45,13 +45,18 @@ export const BROWSER_TESTS = [
 
 interface Project {
   extends: true;
-  test: { name: string; env: Record<string, string>; include: string[]; exclude: string[] };
+  test: { name: string; env: Record<string, string>; include: string[]; exclude: string[]; expect?: { poll: { timeout: number } } };
 }
+/**
+ * How long `expect.poll` waits in the browser project: as long as the pages' own waits (vitest's
+ * default of 1 s is shorter than a page update takes on a busy 2-core machine).
+ */
+const BROWSER_POLL_TIMEOUT_MS = 15_000;
 /** Every test file; each project sets its own (a project's list is added to the root's, not put in its place). */
 const ALL = ['test/**/*.test.ts'];
 const projects: Project[] = [
   { extends: true, test: { name: 'pglite', env: { TEST_DB: 'pglite' }, include: ALL, exclude: [...EXCLUDE, ...BROWSER_TESTS] } },
-  { extends: true, test: { name: 'browser', env: { TEST_DB: 'pglite' }, include: BROWSER_TESTS, exclude: EXCLUDE } },
+  { extends: true, test: { name: 'browser', env: { TEST_DB: 'pglite' }, include: BROWSER_TESTS, exclude: EXCLUDE, expect: { poll: { timeout: BROWSER_POLL_TIMEOUT_MS } } } },
 ];
 if (process.env.TEST_DATABASE_URL) {
   projects.push({ extends: true, test: { name: 'postgres', env: { TEST_DB: 'postgres' }, include: ALL, exclude: [...EXCLUDE, ...DATABASE_FREE_TESTS, ...BROWSER_TESTS] } });

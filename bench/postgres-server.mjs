@@ -6,9 +6,9 @@
 // Used by `npm run bench:scale` (bench/scale.mjs); stopped and deleted at the end of the run.
 import { execFileSync, spawnSync } from 'node:child_process';
 import { chownSync, existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
+import { freePort } from './lib.mjs';
 
 /**
  * The directory of the PostgreSQL server binaries: `BENCH_PG_BINDIR`, else `pg_config --bindir`,
@@ -27,18 +27,6 @@ export function postgresBinDir() {
   const found = candidates.find((dir) => existsSync(path.join(dir, 'initdb')) && existsSync(path.join(dir, 'pg_ctl')));
   if (found === undefined) throw new Error('no PostgreSQL server binaries (initdb, pg_ctl) found: set BENCH_PG_BINDIR, or BENCH_SCALE_SHARED_BUFFERS=server to use the machine\'s server');
   return found;
-}
-
-/** A TCP port of 127.0.0.1 that was free a moment ago (the kernel's choice). */
-async function freePort() {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address();
-      server.close(() => resolve(port));
-    });
-  });
 }
 
 /**

@@ -722,7 +722,7 @@ const backendCpuDelta = (before, after) => [...after].reduce((sum, [pid, s]) => 
  * transaction ends, at most once a second, and within a second of going idle: read after
  * {@link STATS_FLUSH_MS} of idleness, they are whole.
  */
-async function databaseBlocks(admin, database) {
+async function databaseCounters(admin, database) {
   const { rows } = await admin.query(
     `SELECT d.blks_hit::float8 AS hit, d.blks_read::float8 AS read, w.wal_fpi::float8 AS fpi, w.wal_bytes::float8 AS wal_bytes
        FROM pg_stat_database d, pg_stat_wal w WHERE d.datname = $1`,
@@ -771,7 +771,7 @@ async function settle(pid) {
 async function measureSides(scenario, connections, sides, admin, { blocks = true } = {}) {
   const slice = async (side, seconds) => {
     await scenario.prepare?.(side.api, side.data, { connections });
-    const blocksBefore = blocks ? await databaseBlocks(admin, side.database) : null;
+    const blocksBefore = blocks ? await databaseCounters(admin, side.database) : null;
     const before = cpuSnapshot(side.service.pid);
     const backendsBefore = await backendCpu(admin, side.database);
     const m = await measure({ url: side.service.url, requests: scenario.requests(side.data), connections, seconds });
@@ -782,7 +782,7 @@ async function measureSides(scenario, connections, sides, admin, { blocks = true
     let pages = null;
     if (blocks) {
       await sleep(STATS_FLUSH_MS);
-      const after = await databaseBlocks(admin, side.database);
+      const after = await databaseCounters(admin, side.database);
       pages = Object.fromEntries(Object.keys(after).map((key) => [key, after[key] - blocksBefore[key]]));
     }
     return { ...m, cpu, backendSeconds, pages };

@@ -65,9 +65,6 @@ async function nativeApp(command: string, env: Record<string, string>): Promise<
   }
 }
 
-/** How long the browser app's page may take to show a state, as for its other waits (vitest's poll would give 1 s: too short on a busy machine). */
-const PAGE_WAIT_MS = 15_000;
-
 describe('docs/integration.md read top to bottom', () => {
   it('builds first: `npm ci` (whose prepare builds the service and both packages) comes before the first command that starts the service or an example', () => {
     const commands = integrationCommands();
@@ -208,29 +205,29 @@ describe('the examples of docs/integration.md against a running service', () => 
       children.push(app.child);
       const user = await createVerifiedUser(ctx, { password: PASSWORD });
       const page = await (await browser.newContext()).newPage();
-      page.setDefaultTimeout(PAGE_WAIT_MS);
+      page.setDefaultTimeout(15_000);
       await page.goto(app.url);
-      await expect.poll(() => page.locator('#state').getAttribute('data-signed-in'), { timeout: PAGE_WAIT_MS }).toBe('false');
+      await expect.poll(() => page.locator('#state').getAttribute('data-signed-in')).toBe('false');
 
       await page.fill('#username', user.username);
       await page.fill('#password', 'not the password');
       await page.click('#sign-in-submit');
-      await expect.poll(() => page.locator('#error').textContent(), { timeout: PAGE_WAIT_MS }).toBe('The credentials are invalid. (auth.invalid_credentials)');
+      await expect.poll(() => page.locator('#error').textContent()).toBe('The credentials are invalid. (auth.invalid_credentials)');
       await page.fill('#password', PASSWORD);
       await page.click('#sign-in-submit');
-      await expect.poll(() => page.locator('#state').getAttribute('data-signed-in'), { timeout: PAGE_WAIT_MS }).toBe('true');
+      await expect.poll(() => page.locator('#state').getAttribute('data-signed-in')).toBe('true');
 
       await page.click('#call-api');
-      await expect.poll(() => page.locator('#api-result').textContent(), { timeout: PAGE_WAIT_MS }).toContain(`200 {"hello":"${user.id}"`);
+      await expect.poll(() => page.locator('#api-result').textContent()).toContain(`200 {"hello":"${user.id}"`);
       await page.reload();
-      await expect.poll(() => page.locator('#state').getAttribute('data-signed-in'), { timeout: PAGE_WAIT_MS }).toBe('true');
+      await expect.poll(() => page.locator('#state').getAttribute('data-signed-in')).toBe('true');
       await page.click('#call-api');
-      await expect.poll(() => page.locator('#api-result').textContent(), { timeout: PAGE_WAIT_MS }).toContain(`200 {"hello":"${user.id}"`);
+      await expect.poll(() => page.locator('#api-result').textContent()).toContain(`200 {"hello":"${user.id}"`);
 
       await page.click('#logout');
-      await expect.poll(() => page.locator('#state').getAttribute('data-signed-in'), { timeout: PAGE_WAIT_MS }).toBe('false');
+      await expect.poll(() => page.locator('#state').getAttribute('data-signed-in')).toBe('false');
       await page.click('#call-api');
-      await expect.poll(() => page.locator('#api-result').textContent(), { timeout: PAGE_WAIT_MS }).toContain('401 {"code":"auth.missing_access_token"');
+      await expect.poll(() => page.locator('#api-result').textContent()).toContain('401 {"code":"auth.missing_access_token"');
     }, 90_000);
   });
 });

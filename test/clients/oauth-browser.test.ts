@@ -127,7 +127,7 @@ describe.skipIf(SKIP_BROWSER)('identity providers in Chromium, through @latchkey
     await demo.waitForURL(`${origin}/auth/v0/demo`);
     await demo.waitForSelector('#state[data-signed-in="true"]');
     // The page shows "Signed in" at once and the user's name once its /me answers.
-    await expect.poll(() => demo.textContent('#state'), { timeout: 15_000 }).toContain('bob (bob@provider.test)');
+    await expect.poll(() => demo.textContent('#state')).toContain('bob (bob@provider.test)');
 
     await demo.context().addCookies([{ name: 'gh_user', value: 'hubot', url: github.url }]);
     await demo.click('button.provider-link[data-provider="github"]');

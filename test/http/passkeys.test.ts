@@ -21,8 +21,6 @@ beforeAll(async () => {
 });
 afterAll(async () => ctx.close());
 
-
-
 const PASSKEY_KEYS = ['created_at', 'id', 'last_used_at', 'name'];
 
 describe('registration', () => {
