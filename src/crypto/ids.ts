@@ -1,7 +1,7 @@
 import { randomFillSync } from 'node:crypto';
 
-/** Bytes of a UUID. */
-const UUID_BYTES = 16;
+/** Bytes of a UUID (RFC 9562 §4). */
+export const UUID_BYTES = 16;
 /** Bytes of the Unix time in milliseconds at the start of a version 7 UUID (48 bits). */
 const TIME_BYTES = 6;
 /** Random bytes taken from the CSPRNG at once, then handed out 16 at a time (as node:crypto's randomUUID does). */
@@ -27,7 +27,8 @@ let counter = 0;
  * page of a large index each (which must be read, and whose first change after a checkpoint
  * writes the whole page to the WAL; docs/performance.md, "At a million users"). The id reveals
  * when its row was made (RFC 9562 §8), so it is only used where that time is no secret: the
- * session's `created_at` is shown with its id, and refresh tokens and outbox rows are never shown.
+ * session's `created_at` is shown with its id, a refresh token's id is part of the token (its
+ * holder knows when it got it; src/crypto/refresh-token.ts), and outbox rows are never shown.
  *
  * Ids made by this process in the same millisecond also sort in the order they were made: the
  * 12 bits after the version (`rand_a`) are a counter, started at a random value below 2048 in
@@ -70,8 +71,13 @@ export function uuidV7Floor(at: Date): string {
   return uuidText(bytes);
 }
 
-/** The lower-case text form of a UUID's 16 bytes. */
-function uuidText(bytes: Buffer): string {
+/** The 16 bytes of a UUID given in its text form (`8-4-4-4-12` hex digits, either case). */
+export function uuidBytes(id: string): Buffer {
+  return Buffer.from(id.replaceAll('-', ''), 'hex');
+}
+
+/** The lower-case text form of a UUID's 16 bytes (any 16 bytes: PostgreSQL's `uuid` accepts every value). */
+export function uuidText(bytes: Buffer): string {
   const hex = bytes.toString('hex');
   return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
 }

@@ -1,13 +1,15 @@
 import { createHash, createHmac, randomBytes, randomInt, timingSafeEqual } from 'node:crypto';
 
-/** Refresh token entropy: 32 bytes = 256 bits (docs/api.md#access-token). */
-export const REFRESH_TOKEN_BYTES = 32;
-/** Length of a refresh token's text: 32 bytes in unpadded base64url. */
-const REFRESH_TOKEN_TEXT_LENGTH = 43;
+/** Bytes of a random secret handed to a client: 256 bits. */
+export const RANDOM_SECRET_BYTES = 32;
 
-/** An opaque random refresh token: 256 bits from the CSPRNG, base64url (43 characters). */
-export function newRefreshToken(): string {
-  return randomBytes(REFRESH_TOKEN_BYTES).toString('base64url');
+/**
+ * 256 bits from the CSPRNG in unpadded base64url (43 characters): the value of a short-lived
+ * cookie (a sign-in challenge, an identity provider flow) that the database knows only by its
+ * SHA-256. Refresh tokens have a format of their own (src/crypto/refresh-token.ts).
+ */
+export function newRandomSecret(): string {
+  return randomBytes(RANDOM_SECRET_BYTES).toString('base64url');
 }
 
 /** The base64url alphabet without padding (RFC 4648 §5, as JOSE uses it: RFC 7515 §2). */
@@ -28,15 +30,7 @@ export function decodeCanonicalBase64url(text: string): Buffer | undefined {
   return bytes.toString('base64url') === text ? bytes : undefined;
 }
 
-/**
- * Whether `text` is a refresh token as the service issues them: the canonical base64url
- * spelling of {@link REFRESH_TOKEN_BYTES} bytes (43 characters).
- */
-export function isRefreshTokenText(text: string): boolean {
-  return text.length === REFRESH_TOKEN_TEXT_LENGTH && decodeCanonicalBase64url(text)?.length === REFRESH_TOKEN_BYTES;
-}
-
-/** SHA-256 of `value`, base64url. The at-rest form of refresh tokens (docs/api.md#access-token). */
+/** SHA-256 of `value`, base64url. The at-rest form of refresh tokens (docs/api.md#refresh-token-format) and of other 256-bit secrets. */
 export function sha256(value: string): string {
   return createHash('sha256').update(value, 'utf8').digest('base64url');
 }

@@ -1,6 +1,5 @@
-import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { newRefreshToken, sha256 } from '../../src/crypto/secrets.js';
+import { newRefreshToken, parseRefreshToken } from '../../src/crypto/refresh-token.js';
 import { sqlState } from '../../src/db/db.js';
 import { createStatementDeadlines, STATEMENT_DEADLINE_MS } from '../../src/db/statement-deadline.js';
 import { rotateLiveRefreshToken } from '../../src/modules/sessions/refresh-tokens.repo.js';
@@ -30,9 +29,9 @@ async function rotation(deadline: Date | null) {
   const { refreshToken, sessionId } = await signIn(ctx, { username: user.username, password: user.password });
   const successor = newRefreshToken();
   const args = {
-    tokenHash: sha256(refreshToken),
+    presented: parseRefreshToken(refreshToken)!,
     now: ctx.clock.now(),
-    successor: { id: randomUUID(), tokenHash: sha256(successor), ciphertext: null },
+    successor: { id: successor.id, tokenHash: successor.tokenHash, ciphertext: null },
     lastUsedResolutionSeconds: LAST_USED_RESOLUTION_SECONDS,
     deadline,
   };

@@ -1,4 +1,4 @@
-import { randomBytes, randomUUID } from 'node:crypto';
+import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import type { LightMyRequestResponse } from 'fastify';
 import { expect } from 'vitest';
 import { normalizePassword } from '../../src/crypto/password.js';
@@ -155,6 +155,22 @@ export async function signIn(ctx: TestContext, creds: { username?: string; email
 /** POST /auth/v0/refresh with the given refresh token as cookie (or none). */
 export function refresh(ctx: TestContext, token: string | undefined): Promise<LightMyRequestResponse> {
   return ctx.app.inject({ method: 'POST', url: '/auth/v0/refresh', headers: token === undefined ? {} : { cookie: `refresh_token=${token}` } });
+}
+
+/**
+ * Makes the live refresh token of session `sessionId` one of format 1 (32 random bytes, found by
+ * its SHA-256 alone; docs/api.md#refresh-token-format), as if it had been issued before the
+ * current format: its row takes the hash of a new such token.
+ * @returns the token (43 base64url characters).
+ */
+export async function useFormat1Token(ctx: TestContext, sessionId: string): Promise<string> {
+  const token = randomBytes(32).toString('base64url');
+  const { rowCount } = await ctx.db.query("UPDATE refresh_tokens SET token_hash = $2, format = 1 WHERE session_id = $1 AND rotated_at IS NULL", [
+    sessionId,
+    createHash('sha256').update(token).digest('base64url'),
+  ]);
+  if (rowCount !== 1) throw new Error(`session ${sessionId} has no live refresh token`);
+  return token;
 }
 
 /** A request with a Bearer token. */

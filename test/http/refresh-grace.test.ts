@@ -2,7 +2,8 @@ import { createHash } from 'node:crypto';
 import type { LightMyRequestResponse } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ConfigError, loadConfig } from '../../src/config.js';
-import { newRefreshToken, sha256 } from '../../src/crypto/secrets.js';
+import { newRefreshToken } from '../../src/crypto/refresh-token.js';
+import { sha256 } from '../../src/crypto/secrets.js';
 import { openSuccessor, sealSuccessor } from '../../src/crypto/successor-seal.js';
 import { isWithinGraceWindow } from '../../src/modules/sessions/refresh-grace.js';
 import { createTestContext, type TestContext } from '../helpers/context.js';
@@ -185,7 +186,7 @@ describe('refresh grace window (REFRESH_REUSE_GRACE_SECONDS=10)', () => {
     // Only the parent opens it; any other token, or altered data, gives nothing.
     expect(openSuccessor(t1, sealed!)).toBe(t2);
     expect(openSuccessor(t2, sealed!)).toBeUndefined();
-    expect(openSuccessor(newRefreshToken(), sealed!)).toBeUndefined();
+    expect(openSuccessor(newRefreshToken().token, sealed!)).toBeUndefined();
     const raw = Buffer.from(sealed!, 'base64url');
     raw[raw.length - 1] = raw[raw.length - 1]! ^ 1;
     expect(openSuccessor(t1, raw.toString('base64url'))).toBeUndefined();

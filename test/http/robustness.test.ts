@@ -19,13 +19,16 @@ const PROPERTY_TIMEOUT = 120_000;
 const BASE64URL_ALPHABET = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_';
 
 /**
- * `token` (32 bytes in base64url, 43 characters) spelled another way: the last character carries
- * 4 bits of data and 2 unused low bits, so setting unused `bits` (1 to 3) gives text that Node's
- * lenient decoder reads as the same bytes.
+ * `token` spelled another way, never the same text. A token of format 1 (32 bytes, 43 characters)
+ * gets the 2 unused low bits of its last character set to `bits` (1 to 3): text that Node's
+ * lenient decoder reads as the same bytes. A token of the current format (48 bytes, 64
+ * characters) has no unused bits, so its last character moves `bits` places on: the same id with
+ * another secret (docs/api.md#refresh-token-format).
  */
 function respell(token: string, bits: number): string {
   const last = BASE64URL_ALPHABET.indexOf(token.at(-1)!);
-  return token.slice(0, -1) + BASE64URL_ALPHABET[(last & ~3) | bits]!;
+  const next = token.length === 43 ? (last & ~3) | bits : (last + bits) % BASE64URL_ALPHABET.length;
+  return token.slice(0, -1) + BASE64URL_ALPHABET[next]!;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -557,8 +560,9 @@ describe('property: credentials headers never crash authentication', () => {
       const c = app();
       const family = live.get(c)!;
       const b64url43 = fc.string({ unit: fc.constantFrom(...BASE64URL_ALPHABET), minLength: 43, maxLength: 43 });
-      // Other spellings of the live token and its rotated parent (same 32 bytes, unused low bits
-      // of the last character set), and of fixed values: each is text the service never issued.
+      // The live token and its rotated parent with their last character changed (another secret
+      // under the same id), and other spellings of 32 bytes (unused low bits of the last
+      // character set): each is text the service never issued.
       const respelled = fc.constantFrom(family.child, family.parent, ...revoked(), 'A'.repeat(43)).chain((t) => fc.integer({ min: 1, max: 3 }).map((bits) => respell(t, bits)));
       const value = fc.oneof(headerText, b64url43, respelled, fc.constantFrom('', '""', '%', '%zz', '%00', '\u00ff'), fc.constantFrom(0, 1).map((i) => revoked()[i]!), mutated(() => revoked()[1]!));
       const cookie = fc.oneof(

@@ -3,7 +3,7 @@ import type { FastifyBaseLogger } from 'fastify';
 import * as oidc from 'openid-client';
 import type { Clock } from '../../clock.js';
 import type { Db, Queryable } from '../../db/db.js';
-import { newRefreshToken, sha256 } from '../../crypto/secrets.js';
+import { newRandomSecret, sha256 } from '../../crypto/secrets.js';
 import { AppError, CALLBACK_ERRORS, type CallbackErrorCode } from '../../errors.js';
 import { securityEvent } from '../audit/security-events.js';
 import { queueUserNotice } from '../mail/notices.js';
@@ -146,7 +146,7 @@ export function createOAuthService(deps: OAuthDeps): OAuthService {
     const codeVerifier = oidc.randomPKCECodeVerifier();
     const nonce = p.type === 'oidc' ? oidc.randomNonce() : undefined;
     const url = await providers.authorizationUrl(p, { state, codeChallenge: await oidc.calculatePKCECodeChallenge(codeVerifier), nonce });
-    const browserSecret = newRefreshToken();
+    const browserSecret = newRandomSecret();
     const now = clock.now();
     await insertFlow(db, {
       id: randomUUID(),

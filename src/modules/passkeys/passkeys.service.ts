@@ -11,7 +11,7 @@ import {
 import type { Clock } from '../../clock.js';
 import type { WebauthnSettings } from '../../config.js';
 import type { Db } from '../../db/db.js';
-import { newRefreshToken, sha256 } from '../../crypto/secrets.js';
+import { newRandomSecret, sha256 } from '../../crypto/secrets.js';
 import { AppError } from '../../errors.js';
 import { clientDataOf, originRefusal } from './passkey-origin.js';
 import type { AuthMetrics } from '../../metrics.js';
@@ -328,7 +328,7 @@ export function createPasskeysService(deps: PasskeysDeps): PasskeysService {
 
     async authenticationOptions() {
       const options = await generateAuthenticationOptions({ rpID: rp.rpId, userVerification: 'required', timeout: WEBAUTHN_CHALLENGE_TTL_SECONDS * 1000 });
-      const cookie = newRefreshToken();
+      const cookie = newRandomSecret();
       const now = clock.now();
       await insertWebauthnChallenge(db, {
         id: randomUUID(),

@@ -1,4 +1,5 @@
 import type { Queryable } from '../../db/db.js';
+import type { PresentedRefreshToken } from '../../crypto/refresh-token.js';
 
 /**
  * The least lifetime a session must have left for a refresh to succeed: the refresh cookie's
@@ -18,6 +19,19 @@ export const MIN_SESSION_LIFETIME_SECONDS = 1;
  */
 function familyLiveSql(s: string, now: string): string {
   return `(${s}.revoked_at IS NULL AND ${s}.expires_at >= ${now} + interval '${MIN_SESSION_LIFETIME_SECONDS} second')`;
+}
+
+/**
+ * The row of a presented refresh token, as an SQL condition on the alias `rt`
+ * (docs/api.md#refresh-token-format): a token of the current format (2) by its id and its hash,
+ * through the primary key; one of format 1 by its hash alone, through the partial unique index
+ * `refresh_tokens_format_1_hash_key` (migration 020), whose predicate the condition repeats so
+ * that the planner can use it.
+ * @param byId whether the token names its row (`PresentedRefreshToken.id` is set).
+ * @param $hash the parameter of the token's hash; `$id`, of its id (read only when `byId`).
+ */
+function presentedTokenSql(byId: boolean, $hash: string, $id: string): string {
+  return byId ? `rt.id = ${$id}::uuid AND rt.token_hash = ${$hash} AND rt.format = 2` : `rt.token_hash = ${$hash} AND rt.format = 1`;
 }
 
 /** A refresh token row locked for rotation, with the state of its family (session). */
@@ -48,21 +62,32 @@ export interface SuccessorToken {
 }
 
 /**
- * Finds the token with this hash and locks its row and its session's row (`FOR UPDATE`) until
- * the transaction ends, so parallel refreshes, logouts and revocations of one family serialise.
- * The family's liveness at `now` is decided here, by the rule of the rotation ({@link familyLiveSql}).
- * @returns undefined when no token has this hash.
+ * The statement of {@link lockRefreshToken} for a token that names its row (`byId`) or not.
+ * Parameters: $1 the token's hash, $2 now, $3 its id (`byId` only).
  */
-export async function lockRefreshToken(q: Queryable, tokenHash: string, now: Date): Promise<LockedRefreshToken | undefined> {
-  const { rows } = await q.query<LockedRefreshToken>(
-    `SELECT rt.id, rt.session_id, s.user_id, rt.rotated_at, rt.successor_ciphertext,
+function lockSql(byId: boolean): string {
+  return `SELECT rt.id, rt.session_id, s.user_id, rt.rotated_at, rt.successor_ciphertext,
             ${familyLiveSql('s', '$2::timestamptz')} AS family_live,
             (s.revoked_at IS NULL AND s.expires_at > $2::timestamptz AND NOT ${familyLiveSql('s', '$2::timestamptz')}) AS family_in_last_second,
             s.expires_at AS session_expires_at, s.amr
        FROM refresh_tokens rt JOIN sessions s ON s.id = rt.session_id
-      WHERE rt.token_hash = $1
-      FOR UPDATE`,
-    [tokenHash, now],
+      WHERE ${presentedTokenSql(byId, '$1', '$3')}
+      FOR UPDATE`;
+}
+const LOCK_BY_ID_SQL = lockSql(true);
+const LOCK_BY_HASH_SQL = lockSql(false);
+
+/**
+ * Finds the presented token ({@link presentedTokenSql}) and locks its row and its session's row
+ * (`FOR UPDATE`) until the transaction ends, so parallel refreshes, logouts and revocations of one
+ * family serialise. The family's liveness at `now` is decided here, by the rule of the rotation
+ * ({@link familyLiveSql}).
+ * @returns undefined when no token is the presented one.
+ */
+export async function lockRefreshToken(q: Queryable, presented: PresentedRefreshToken, now: Date): Promise<LockedRefreshToken | undefined> {
+  const { rows } = await q.query<LockedRefreshToken>(
+    presented.id === null ? LOCK_BY_HASH_SQL : LOCK_BY_ID_SQL,
+    presented.id === null ? [presented.tokenHash, now] : [presented.tokenHash, now, presented.id],
   );
   return rows[0];
 }
@@ -99,22 +124,26 @@ const ERASE_PARENT_SEAL_SQL = `UPDATE refresh_tokens p SET successor_ciphertext 
  * `successor_ciphertext`), which no index reads (migration 019): the new row version stays on
  * its page and no index of `refresh_tokens` gets an entry for it (a HOT update).
  *
+ * The presented token is found by {@link presentedTokenSql}: by its id when it names its row
+ * (`byId`), else by its hash. The successor is of the current format (2).
+ *
  * Parameters: $1 presented token's hash, $2 now, $3 sealed successor or null, $4 successor's
- * id, $5 successor's hash, $6 `last_used_at` resolution in seconds, $7 deadline or null.
+ * id, $5 successor's hash, $6 `last_used_at` resolution in seconds, $7 deadline or null, $8 the
+ * presented token's id (`byId` only).
  */
-function rotationSql(unseal: boolean): string {
+function rotationSql(unseal: boolean, byId: boolean): string {
   return `WITH rotated AS (
        UPDATE refresh_tokens rt SET rotated_at = $2, successor_ciphertext = $3${unseal ? ', sealed_at = $2' : ''}
          FROM sessions s
-        WHERE rt.token_hash = $1 AND rt.rotated_at IS NULL
+        WHERE ${presentedTokenSql(byId, '$1', '$8')} AND rt.rotated_at IS NULL
           AND s.id = rt.session_id AND ${familyLiveSql('s', '$2::timestamptz')}
        RETURNING rt.id, rt.session_id, rt.parent_id, s.user_id, s.expires_at, s.amr,
                  (s.last_used_at IS NULL OR s.last_used_at <= $2::timestamptz - make_interval(secs => $6)) AS last_use_stale
      ), ${unseal ? `unsealed AS (
        ${ERASE_PARENT_SEAL_SQL}
      ), ` : ''}successor AS (
-       INSERT INTO refresh_tokens (id, session_id, token_hash, parent_id, created_at)
-       SELECT $4, session_id, $5, id, $2 FROM rotated
+       INSERT INTO refresh_tokens (id, session_id, token_hash, parent_id, created_at, format)
+       SELECT $4, session_id, $5, id, $2, 2 FROM rotated
        RETURNING id
      ), touched AS (
        UPDATE sessions t SET last_used_at = $2 FROM rotated
@@ -129,8 +158,11 @@ function rotationSql(unseal: boolean): string {
             clock_timestamp() AS database_now
        FROM rotated`;
 }
-const ROTATE_SQL = rotationSql(false);
-const ROTATE_AND_UNSEAL_SQL = rotationSql(true);
+/** The four statements of {@link rotationSql}, by `unseal` (grace window on) and `byId`. */
+const ROTATE_SQL = {
+  strict: { byId: rotationSql(false, true), byHash: rotationSql(false, false) },
+  unseal: { byId: rotationSql(true, true), byHash: rotationSql(true, false) },
+} as const;
 
 /** The family of a token rotated by {@link rotateLiveRefreshToken}. */
 export interface RotatedRefreshToken {
@@ -145,8 +177,8 @@ export interface RotatedRefreshToken {
 
 /**
  * The one rotation write of a refresh (docs/api.md#refresh-token-rotation, docs/performance.md).
- * When the token with `tokenHash` is live (never rotated) and its family is live at `now`
- * ({@link familyLiveSql}), marks the token rotated, inserts `successor` as its child, erases the
+ * When the `presented` token ({@link presentedTokenSql}) is live (never rotated) and its family
+ * is live at `now` ({@link familyLiveSql}), marks the token rotated, inserts `successor` as its child, erases the
  * sealed successor its parent holds ({@link ERASE_PARENT_SEAL_SQL}; only when
  * `successor.ciphertext` is set), and records the use of the session (`last_used_at`, when it
  * is at least `lastUsedResolutionSeconds` old: at most one write a minute per session), all in
@@ -185,23 +217,18 @@ export interface RotatedRefreshToken {
 export async function rotateLiveRefreshToken(
   q: Queryable,
   t: {
-    tokenHash: string;
+    presented: PresentedRefreshToken;
     now: Date;
     successor: { id: string; tokenHash: string; ciphertext: string | null };
     lastUsedResolutionSeconds: number;
     deadline: Date | null;
   },
 ): Promise<RotatedRefreshToken | undefined> {
-  const sql = t.successor.ciphertext === null ? ROTATE_SQL : ROTATE_AND_UNSEAL_SQL;
-  const { rows } = await q.query<RotatedRefreshToken & { in_time: boolean }>(sql, [
-    t.tokenHash,
-    t.now,
-    t.successor.ciphertext,
-    t.successor.id,
-    t.successor.tokenHash,
-    t.lastUsedResolutionSeconds,
-    t.deadline,
-  ]);
+  const { presented, successor } = t;
+  const statements = successor.ciphertext === null ? ROTATE_SQL.strict : ROTATE_SQL.unseal;
+  const values: unknown[] = [presented.tokenHash, t.now, successor.ciphertext, successor.id, successor.tokenHash, t.lastUsedResolutionSeconds, t.deadline];
+  if (presented.id !== null) values.push(presented.id);
+  const { rows } = await q.query<RotatedRefreshToken & { in_time: boolean }>(presented.id === null ? statements.byHash : statements.byId, values);
   const row = rows[0];
   if (row === undefined) return undefined;
   const { in_time: _checked, ...rotated } = row;

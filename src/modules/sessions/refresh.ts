@@ -4,7 +4,7 @@ import type { Db, Queryable } from '../../db/db.js';
 import { createStatementDeadlines } from '../../db/statement-deadline.js';
 import { AppError } from '../../errors.js';
 import type { AuthMetrics } from '../../metrics.js';
-import { isRefreshTokenText, newRefreshToken, sha256 } from '../../crypto/secrets.js';
+import { newRefreshToken, parseRefreshToken, type PresentedRefreshToken } from '../../crypto/refresh-token.js';
 import type { AccessTokenService } from '../tokens/access-token.service.js';
 import { securityEvent } from '../audit/security-events.js';
 import { isWithinGraceWindow, liveTokenWithinGrace, successorCiphertextFor } from './refresh-grace.js';
@@ -13,7 +13,6 @@ import { LAST_USED_RESOLUTION_SECONDS, revokeSession, touchSession } from './ses
 import type { ClientContext } from '../../plugins/client-context.js';
 import type { IssuedTokens } from './issued-tokens.js';
 import { recordEvent } from '../events/events.shared.js';
-import { newTimeOrderedId } from '../../crypto/ids.js';
 
 /** Dependencies of {@link createRefresh}: the matching fields of the sessions service's. */
 export interface RefreshDeps {
@@ -55,17 +54,17 @@ export function createRefresh(deps: RefreshDeps): (presented: string | undefined
   const { db, clock, accessTokens, refreshReuseGraceSeconds, log, metrics } = deps;
   const deadlines = createStatementDeadlines(db);
 
-  /** The one rotation write ({@link rotateLiveRefreshToken}) of the token with `presentedHash`, with a new successor. */
-  const rotate = async (q: Queryable, presented: string, presentedHash: string, now: Date, deadline: Date | null) => {
-    const refreshToken = newRefreshToken();
+  /** The one rotation write ({@link rotateLiveRefreshToken}) of the `presented` token, with a new successor. */
+  const rotate = async (q: Queryable, presented: PresentedRefreshToken, now: Date, deadline: Date | null) => {
+    const successor = newRefreshToken();
     const rotated = await rotateLiveRefreshToken(q, {
-      tokenHash: presentedHash,
+      presented,
       now,
-      successor: { id: newTimeOrderedId(), tokenHash: sha256(refreshToken), ciphertext: successorCiphertextFor(refreshReuseGraceSeconds, presented, refreshToken) },
+      successor: { id: successor.id, tokenHash: successor.tokenHash, ciphertext: successorCiphertextFor(refreshReuseGraceSeconds, presented.token, successor.token) },
       lastUsedResolutionSeconds: LAST_USED_RESOLUTION_SECONDS,
       deadline,
     });
-    return rotated === undefined ? undefined : { rotated, refreshToken };
+    return rotated === undefined ? undefined : { rotated, refreshToken: successor.token };
   };
 
   /** Signs an access token for the family; `refreshToken` goes into the cookie. */
@@ -75,9 +74,9 @@ export function createRefresh(deps: RefreshDeps): (presented: string | undefined
   };
 
   /** The locking transaction for a token that was not live: invalid, grace replay, reuse, or a rotation after all. */
-  const decide = (presented: string, presentedHash: string, now: Date, client: ClientContext): Promise<SlowOutcome> =>
+  const decide = (presented: PresentedRefreshToken, now: Date, client: ClientContext): Promise<SlowOutcome> =>
     db.transaction(async (tx): Promise<SlowOutcome> => {
-      const token = await lockRefreshToken(tx, presentedHash, now);
+      const token = await lockRefreshToken(tx, presented, now);
       if (token === undefined) return { kind: 'invalid' };
       const family = { sessionId: token.session_id, userId: token.user_id };
       if (token.rotated_at !== null) {
@@ -86,7 +85,7 @@ export function createRefresh(deps: RefreshDeps): (presented: string | undefined
         if (token.family_in_last_second && isWithinGraceWindow(token.rotated_at, now, refreshReuseGraceSeconds)) return { kind: 'invalid' };
         // docs/api.md#reuse-grace-window: the live token's immediate parent, shortly after its
         // rotation, gets that same live token back. Everything else rotated is reuse.
-        const live = await liveTokenWithinGrace(tx, token, presented, { graceSeconds: refreshReuseGraceSeconds, now });
+        const live = await liveTokenWithinGrace(tx, token, presented.token, { graceSeconds: refreshReuseGraceSeconds, now });
         if (live !== undefined) {
           await touchSession(tx, token.session_id, now);
           return { kind: 'replayed', ...family, tokens: await issue(token, live, now) };
@@ -102,32 +101,33 @@ export function createRefresh(deps: RefreshDeps): (presented: string | undefined
       }
       // Live after all (the one statement found it otherwise a moment ago): the same rotation,
       // under the locks taken here; it rotates nothing when the family has ended.
-      const done = await rotate(tx, presented, presentedHash, now, null);
+      const done = await rotate(tx, presented, now, null);
       if (done === undefined) return { kind: 'invalid' };
       return { kind: 'rotated', ...family, tokens: await issue(done.rotated, done.refreshToken, now) };
     });
 
-  return async (presented, client) => {
+  return async (cookie, client) => {
     const { ip } = client;
-    if (presented === undefined || presented === '') {
+    if (cookie === undefined || cookie === '') {
       metrics.refresh('missing');
       throw new AppError('auth.missing_refresh_token');
     }
-    // Only the canonical spelling of 32 bytes is ours; any other text (another spelling of a
-    // live token included) is invalid before anything is read or sealed.
-    if (!isRefreshTokenText(presented)) {
+    // Only the canonical spelling of a token's bytes is ours (docs/api.md#canonical-token-spelling);
+    // any other text (another spelling of a live token included) is invalid before anything is
+    // read or sealed.
+    const presented = parseRefreshToken(cookie);
+    if (presented === undefined) {
       metrics.refresh('invalid');
       throw new AppError('auth.invalid_refresh_token');
     }
     const now = clock.now();
-    const presentedHash = sha256(presented);
-    const done = await rotate(db, presented, presentedHash, now, await deadlines.next());
+    const done = await rotate(db, presented, now, await deadlines.next());
     if (done !== undefined) {
       deadlines.observe(done.rotated.database_now);
       metrics.refresh('rotated');
       return issue(done.rotated, done.refreshToken, now);
     }
-    const outcome = await decide(presented, presentedHash, now, client);
+    const outcome = await decide(presented, now, client);
     switch (outcome.kind) {
       case 'rotated':
         metrics.refresh('rotated');

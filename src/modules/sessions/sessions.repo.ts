@@ -91,7 +91,7 @@ export async function createSignInSession(
          at: `${$now}::timestamptz`,
        })}
      )
-     INSERT INTO refresh_tokens (id, session_id, token_hash, parent_id, created_at) SELECT ${$tokenId}, s.id, ${$tokenHash}, NULL, ${$now} FROM s`,
+     INSERT INTO refresh_tokens (id, session_id, token_hash, parent_id, created_at, format) SELECT ${$tokenId}, s.id, ${$tokenHash}, NULL, ${$now}, 2 FROM s`,
     p.values,
   );
   return rowCount === 1;

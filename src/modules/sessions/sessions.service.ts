@@ -3,7 +3,7 @@ import type { Clock } from '../../clock.js';
 import type { Db } from '../../db/db.js';
 import { AppError } from '../../errors.js';
 import type { AuthMetrics } from '../../metrics.js';
-import { newRefreshToken, sha256 } from '../../crypto/secrets.js';
+import { newRefreshToken } from '../../crypto/refresh-token.js';
 import { securityEvent } from '../audit/security-events.js';
 import { UUID_PATTERN, type AccessTokenService } from '../tokens/access-token.service.js';
 import type { UserRow } from '../users/users.shared.js';
@@ -150,12 +150,12 @@ export function createSessionsService(deps: SessionsDeps): SessionsService {
         userAgent: storedClient(client).userAgent,
         now,
         expiresAt: new Date(now.getTime() + sessionTtlSeconds * 1000),
-        refreshToken: { id: newTimeOrderedId(), tokenHash: sha256(refreshToken) },
+        refreshToken: { id: refreshToken.id, tokenHash: refreshToken.tokenHash },
         forgiveRateLimitKeys: forgiveKeys,
         amr,
       });
       if (!created) return undefined;
-      return { sessionId, accessToken: await signing, refreshToken, refreshMaxAgeSeconds: sessionTtlSeconds };
+      return { sessionId, accessToken: await signing, refreshToken: refreshToken.token, refreshMaxAgeSeconds: sessionTtlSeconds };
     },
 
     refresh(presented, client) {

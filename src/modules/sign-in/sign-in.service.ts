@@ -3,7 +3,7 @@ import type { AuthenticationResponseJSON } from '@simplewebauthn/server';
 import type { FastifyBaseLogger } from 'fastify';
 import type { Clock } from '../../clock.js';
 import type { PasswordHasher } from '../../crypto/password.js';
-import { newRefreshToken, sha256 } from '../../crypto/secrets.js';
+import { newRandomSecret, sha256 } from '../../crypto/secrets.js';
 import type { Db } from '../../db/db.js';
 import { AppError } from '../../errors.js';
 import type { AuthMetrics, SignInOutcome } from '../../metrics.js';
@@ -311,7 +311,7 @@ export function createSignInService(deps: SignInDeps): SignInService {
     if (user.mfa_enabled && !provesTwoFactors(amr)) {
       // No session until the second step, which adds `otp` to this step's `amr`.
       await forgive(forgiveKeys);
-      const challenge = newRefreshToken();
+      const challenge = newRandomSecret();
       const now = clock.now();
       await insertChallenge(db, {
         id: randomUUID(),
