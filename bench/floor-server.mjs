@@ -13,8 +13,9 @@
 //                          then its session by primary key (not revoked, not expired, owned by
 //                          `sub`) with its user; answers {user, session_id}.
 //   POST /auth/v0/refresh  refresh floor: SHA-256 of the cookie, one autocommit statement that
-//                          marks the presented token rotated (guarded by "not yet rotated", its
-//                          session unrevoked and unexpired) and inserts its successor, then one
+//                          marks the presented token rotated (found by the row id the token
+//                          starts with and its hash, guarded by "not yet rotated", its session
+//                          unrevoked and unexpired) and inserts its successor, then one
 //                          RS256 signature on libuv's thread pool; Set-Cookie and the JSON body.
 //                          The signature needs the statement's answer (sub, sid and amr come
 //                          from the session row; the token is opaque), so it follows it.
@@ -47,6 +48,7 @@ import Fastify from 'fastify';
 import pg from 'pg';
 import { loadConfig } from '../dist/src/config.js';
 import { argon2Concurrency } from '../dist/src/crypto/password.js';
+import { newRefreshToken, parseRefreshToken } from '../dist/src/crypto/refresh-token.js';
 import { FLOW_TTL_SECONDS } from '../dist/src/modules/oauth/oauth.service.js';
 import { checkPassword, SERVICE_NAME } from '../dist/src/modules/users/password-policy.js';
 
@@ -60,8 +62,6 @@ const argon2Options = { algorithm: 2, memoryCost: config.argon2.memoryCost, time
 const encodedHeader = Buffer.from(JSON.stringify({ alg: 'RS256', typ: 'at+jwt', kid: 'floor' })).toString('base64url');
 const REFRESH_COOKIE_ATTRIBUTES = 'Path=/auth/v0/refresh; HttpOnly; Secure; SameSite=Strict';
 const MS_PER_SECOND = 1000;
-/** Refresh tokens are 32 random bytes, base64url (43 characters), as the service issues them. */
-const REFRESH_TOKEN_BYTES = 32;
 
 const pool = new pg.Pool({ connectionString: process.env.DATABASE_URL, max: config.databasePoolMax });
 pool.on('error', () => {});
@@ -127,29 +127,31 @@ app.get('/auth/v0/me', async (request, reply) => {
 });
 
 app.post('/auth/v0/refresh', async (request, reply) => {
-  const presented = /(?:^|;\s*)refresh_token=([A-Za-z0-9_-]{43})(?:;|$)/.exec(request.headers.cookie ?? '')?.[1];
-  if (presented === undefined) return unauthorized(reply);
-  const successor = randomBytes(REFRESH_TOKEN_BYTES).toString('base64url');
+  // A token of the current format (the service's own parser: 64 characters naming a row).
+  const cookie = /(?:^|;\s*)refresh_token=([A-Za-z0-9_-]{64})(?:;|$)/.exec(request.headers.cookie ?? '')?.[1];
+  const presented = cookie === undefined ? undefined : parseRefreshToken(cookie);
+  if (presented?.id == null) return unauthorized(reply);
+  const successor = newRefreshToken();
   const { rows } = await run(
     'refresh',
     `WITH rotated AS (
        UPDATE refresh_tokens rt SET rotated_at = now()
          FROM sessions s
-        WHERE rt.token_hash = $1 AND rt.rotated_at IS NULL
+        WHERE rt.id = $4 AND rt.token_hash = $1 AND rt.format = 2 AND rt.rotated_at IS NULL
           AND s.id = rt.session_id AND s.revoked_at IS NULL AND s.expires_at > now()
        RETURNING rt.id, rt.session_id, s.user_id, s.amr, s.expires_at
      ), successor AS (
-       INSERT INTO refresh_tokens (id, session_id, token_hash, parent_id, created_at)
-       SELECT $2, session_id, $3, id, now() FROM rotated
+       INSERT INTO refresh_tokens (id, session_id, token_hash, parent_id, created_at, format)
+       SELECT $2, session_id, $3, id, now(), 2 FROM rotated
      )
      SELECT session_id, user_id, amr, expires_at FROM rotated`,
-    [sha256(presented), randomUUID(), sha256(successor)],
+    [presented.tokenHash, successor.id, successor.tokenHash, presented.id],
   );
   const family = rows[0];
   if (family === undefined) return unauthorized(reply);
   const accessToken = await signAccessToken({ sub: family.user_id, sid: family.session_id, amr: family.amr });
   const maxAge = Math.floor((family.expires_at.getTime() - Date.now()) / MS_PER_SECOND);
-  reply.header('set-cookie', refreshCookie(successor, maxAge));
+  reply.header('set-cookie', refreshCookie(successor.token, maxAge));
   return { tokens: { access_token: accessToken }, session_id: family.session_id };
 });
 
@@ -160,7 +162,7 @@ app.post('/auth/v0/sign-in', async (request, reply) => {
   const user = rows[0];
   if (user === undefined || !(await argon2Slot(() => verify(user.password_hash, password)))) return unauthorized(reply);
   const sessionId = randomUUID();
-  const refreshToken = randomBytes(REFRESH_TOKEN_BYTES).toString('base64url');
+  const refreshToken = newRefreshToken();
   const signing = signAccessToken({ sub: user.id, sid: sessionId, amr: ['pwd'] });
   signing.catch(() => undefined);
   await run(
@@ -169,11 +171,11 @@ app.post('/auth/v0/sign-in', async (request, reply) => {
        INSERT INTO sessions (id, user_id, ip, user_agent, created_at, last_used_at, expires_at)
        VALUES ($1, $2, $3, $4, now(), now(), now() + make_interval(secs => $5)) RETURNING id
      )
-     INSERT INTO refresh_tokens (id, session_id, token_hash, parent_id, created_at) SELECT $6, s.id, $7, NULL, now() FROM s`,
-    [sessionId, user.id, request.ip, request.headers['user-agent'] ?? null, config.sessionTtlSeconds, randomUUID(), sha256(refreshToken)],
+     INSERT INTO refresh_tokens (id, session_id, token_hash, parent_id, created_at, format) SELECT $6, s.id, $7, NULL, now(), 2 FROM s`,
+    [sessionId, user.id, request.ip, request.headers['user-agent'] ?? null, config.sessionTtlSeconds, refreshToken.id, refreshToken.tokenHash],
   );
   const accessToken = await signing;
-  reply.header('set-cookie', refreshCookie(refreshToken, config.sessionTtlSeconds));
+  reply.header('set-cookie', refreshCookie(refreshToken.token, config.sessionTtlSeconds));
   return { user: wireUser(user), session_id: sessionId, tokens: { access_token: accessToken } };
 });
 

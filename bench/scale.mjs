@@ -158,13 +158,18 @@ if (settings.smallUsers < 100 || settings.users < settings.smallUsers) throw new
 // ---------------------------------------------------------------------------------------------
 // Values derived from a user's row number g (1..n), computed the same way by the seeding SQL
 // (the pg_temp functions below) and by the load generator, so the bench can use any seeded
-// session or passkey without storing a secret anywhere: a refresh token is SHA-256 of a fixed
-// text and g. Only in these throw-away databases.
+// session or passkey without storing a secret anywhere: a refresh token is its row's id (MD5 of
+// a fixed text and g) followed by the SHA-256 of another. Only in these throw-away databases.
 
 const sha256 = (text) => createHash('sha256').update(text, 'utf8').digest();
 const usernameOf = (g) => `user_${g}`;
-/** The live refresh token of user g's seeded session (43 characters of base64url, as the service issues). */
-const refreshTokenOf = (g) => sha256(`${SEED}-refresh:${g}`).toString('base64url');
+/** The row id `pg_temp.lk_id(kind, g)` gives, as its 16 bytes. */
+const seededIdBytes = (kind, g) => createHash('md5').update(`${SEED}-${kind}:${g}`, 'utf8').digest();
+/**
+ * The live refresh token of user g's seeded session, in the service's format
+ * (docs/api.md#refresh-token-format): its row's id, then 32 bytes; 64 characters of base64url.
+ */
+const refreshTokenOf = (g) => Buffer.concat([seededIdBytes('refresh-2', g), sha256(`${SEED}-refresh:${g}`)]).toString('base64url');
 /** The WebAuthn user handle of user g (users with g % 10 = 5 have a passkey). */
 const userHandleOf = (g) => sha256(`${SEED}-handle:${g}`).toString('base64url');
 /** The credential id of user g's passkey: 16 bytes, base64url. */
@@ -235,12 +240,14 @@ function seedStatements(n, templates, totp) {
       // Two per session: the first one rotated (kept to recognise reuse), its successor live.
       table: 'refresh_tokens',
       rows: 2 * n,
-      sql: `INSERT INTO refresh_tokens (id, session_id, token_hash, parent_id, created_at, rotated_at)
+      sql: `INSERT INTO refresh_tokens (id, session_id, token_hash, parent_id, created_at, rotated_at, format)
             SELECT pg_temp.lk_id('refresh-' || k, g), s.id,
-                   pg_temp.lk_b64url(pg_temp.lk_sha(pg_temp.lk_b64url(pg_temp.lk_sha(CASE k WHEN 1 THEN '${SEED}-refresh-old:' ELSE '${SEED}-refresh:' END || g)))),
+                   pg_temp.lk_b64url(pg_temp.lk_sha(pg_temp.lk_b64url(
+                     uuid_send(pg_temp.lk_id('refresh-' || k, g)) || pg_temp.lk_sha(CASE k WHEN 1 THEN '${SEED}-refresh-old:' ELSE '${SEED}-refresh:' END || g)))),
                    CASE k WHEN 2 THEN pg_temp.lk_id('refresh-1', g) END,
                    CASE k WHEN 1 THEN s.created_at ELSE s.last_used_at END,
-                   CASE k WHEN 1 THEN s.last_used_at END
+                   CASE k WHEN 1 THEN s.last_used_at END,
+                   2
               FROM generate_series(1, $1::int) AS g JOIN sessions s ON s.id = pg_temp.lk_id('session', g), generate_series(1, 2) AS k`,
       params: [n],
     },

@@ -109,7 +109,7 @@ describe.skipIf(SKIP_BROWSER)('@latchkey/client in Chromium: refresh across tabs
     expect(refreshes.length).toBeGreaterThanOrEqual(RUN_MS / ACCESS_TOKEN_TTL_SECONDS / 1000);
     expect(refreshes.every((r) => r.status === 200)).toBe(true);
     const presented = refreshes.map((r) => r.refreshToken);
-    expect(presented.every((t) => t !== undefined && /^[A-Za-z0-9_-]{43}$/.test(t))).toBe(true);
+    expect(presented.every((t) => t !== undefined && /^[A-Za-z0-9_-]{64}$/.test(t))).toBe(true);
     expect(new Set(presented).size).toBe(presented.length);
     const byStart = [...refreshes].sort((a, b) => a.start - b.start);
     for (let i = 1; i < byStart.length; i++) expect(byStart[i]!.start).toBeGreaterThanOrEqual(byStart[i - 1]!.end);

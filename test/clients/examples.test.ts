@@ -161,7 +161,7 @@ describe('the examples of docs/integration.md against a running service', () => 
     expect(JSON.parse(signedIn.stdout)).toMatchObject({ signedIn: user.username });
     expect(statSync(sessionFile).mode & 0o777).toBe(0o600);
     const first = readFileSync(sessionFile, 'utf8');
-    expect(first).toMatch(/^[A-Za-z0-9_-]{43}$/);
+    expect(first).toMatch(/^[A-Za-z0-9_-]{64}$/);
 
     const me = await nativeApp('me', env);
     expect(me.code, me.stderr).toBe(0);

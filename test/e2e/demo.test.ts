@@ -194,7 +194,7 @@ describe.skipIf(SKIP_BROWSER)('the demo page in headless Chromium (refresh cooki
     expect(await step('sign-in', () => page.click('#signin-submit'))).toBe(200);
     const cookie = await refreshCookie();
     expect(cookie).toMatchObject({ name: 'refresh_token', path: '/auth/v0/refresh', httpOnly: true, secure: true, sameSite: 'Strict', domain: 'localhost' });
-    expect(cookie!.value).toMatch(/^[A-Za-z0-9_-]{43}$/);
+    expect(cookie!.value).toMatch(/^[A-Za-z0-9_-]{64}$/);
     // Page scripts cannot read it, and the page keeps no token in storage.
     // (Page-side expressions as strings: the test compiles without the DOM library.)
     expect(await page.evaluate<string>('document.cookie')).not.toContain('refresh_token');
@@ -557,7 +557,7 @@ describe.skipIf(SKIP_BROWSER)('the demo page in headless Chromium (refresh cooki
       expect(sessions.map((r) => r.amr)).toEqual([['hwk', 'user']]);
       // The session works, and the refresh cookie came with it.
       expect(await step('me', () => page.click('#me'))).toBe(200);
-      expect((await refreshCookie())?.value).toMatch(/^[A-Za-z0-9_-]{43}$/);
+      expect((await refreshCookie())?.value).toMatch(/^[A-Za-z0-9_-]{64}$/);
       expect(await step('passkeys', () => page.click('#passkeys'))).toBe(200);
       expect(await notice()).toEqual({ outcome: 'success', text: '1 passkey.' });
       expect(await rows.first().locator('td.last-used').textContent()).not.toBe('never');

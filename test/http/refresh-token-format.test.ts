@@ -72,7 +72,7 @@ async function sessionRevokedAt(ctx: TestContext, sessionId: string): Promise<Da
 }
 
 describe('the current format', () => {
-  it('sign-in and refresh issue 64 base64url characters: the row id (UUID version 7), then 32 random bytes; the database holds the id and the SHA-256, never the token or its secret', async () => {
+  it('sign-in and refresh give out 64 base64url characters: the row id (UUID version 7), then 32 random bytes; the database holds the id and the SHA-256, never the token or its secret', async () => {
     const s = await newFamily(strict);
     const t2 = await rotate(strict, s.refreshToken);
     for (const token of [s.refreshToken, t2]) {
@@ -126,6 +126,20 @@ describe('the current format', () => {
     }
     expect(await sessionRevokedAt(strict, s.sessionId)).toBeNull();
     await rotate(strict, token);
+  });
+});
+
+describe('the indexes a rotation writes', () => {
+  it("no index that a token of the current format enters reads the token's hash: only the partial index of format 1 does", async () => {
+    const { rows } = await strict.db.query<{ index: string; predicate: string | null }>(
+      `SELECT ic.relname AS index, pg_get_expr(i.indpred, i.indrelid) AS predicate
+         FROM pg_index i
+         JOIN pg_class ic ON ic.oid = i.indexrelid
+         JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attname = 'token_hash'
+        WHERE i.indrelid = 'refresh_tokens'::regclass
+          AND (a.attnum = ANY(i.indkey::int2[]) OR coalesce(pg_get_expr(i.indexprs, i.indrelid), '') ~ '\\mtoken_hash\\M')`,
+    );
+    expect(rows).toEqual([{ index: 'refresh_tokens_format_1_hash_key', predicate: '(format = 1)' }]);
   });
 });
 

@@ -65,7 +65,7 @@ describe('zero-configuration start (docs/operations.md)', () => {
       expect(res.status).toBe(200);
       const cookie = res.headers.get('set-cookie') ?? '';
       const token = /^refresh_token=([^;]+);/.exec(cookie)?.[1];
-      expect(token).toMatch(/^[A-Za-z0-9_-]{43}$/);
+      expect(token).toMatch(/^[A-Za-z0-9_-]{64}$/);
       expect(cookie).toContain('Path=/auth/v0/refresh');
       expect(await res.text()).not.toContain(token!);
       const refreshed = await fetch(`${address}/auth/v0/refresh`, { method: 'POST', headers: { cookie: `refresh_token=${token}` } });

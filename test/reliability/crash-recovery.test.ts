@@ -90,7 +90,7 @@ describe.runIf(ON_POSTGRES)('SIGKILL under load, then restart (PostgreSQL only: 
     });
   const refreshWith = (token: string): Promise<Response> => post('/auth/v0/refresh', undefined, { cookie: `refresh_token=${token}` });
   const cookieToken = (res: Response): string => {
-    const m = /refresh_token=([A-Za-z0-9_-]{43});/.exec(res.headers.get('set-cookie') ?? '');
+    const m = /refresh_token=([A-Za-z0-9_-]{64});/.exec(res.headers.get('set-cookie') ?? '');
     if (m === null) throw new Error(`no refresh cookie: ${res.headers.get('set-cookie')}`);
     return m[1]!;
   };

@@ -3,6 +3,7 @@ import type { FastifyBaseLogger } from 'fastify';
 import type { Clock } from '../../clock.js';
 import type { Db } from '../../db/db.js';
 import { AppError } from '../../errors.js';
+import { uuidText } from '../../crypto/ids.js';
 import { constantTimeEqual, decodeCanonicalBase64url, sha256 } from '../../crypto/secrets.js';
 import type { RateLimiter, RateLimitRule } from '../rate-limits/rate-limits.service.js';
 import { findAdminKeyForCheck, insertAdminKey, touchAdminKey } from './admin-keys.repo.js';
@@ -35,11 +36,6 @@ const BEARER = /^Bearer +(\S+) *$/i;
  */
 const NO_KEY_HASH = sha256(`${ADMIN_KEY_PREFIX}${'0'.repeat(32)}_${'A'.repeat(43)}`);
 
-/** The key id (a UUID) that the 32 hex digits of a key's text spell. */
-function uuidOfHex(hex: string): string {
-  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
-}
-
 /**
  * The id of an admin API key's text, when the text has the form the service issues (the
  * secret's base64url canonical); undefined otherwise. Says nothing about whether the key exists.
@@ -47,7 +43,7 @@ function uuidOfHex(hex: string): string {
 export function adminKeyId(text: string): string | undefined {
   const m = ADMIN_KEY_TEXT.exec(text);
   if (m === null || decodeCanonicalBase64url(m[2]!)?.length !== ADMIN_KEY_SECRET_BYTES) return undefined;
-  return uuidOfHex(m[1]!);
+  return uuidText(Buffer.from(m[1]!, 'hex'));
 }
 
 /**
