@@ -5,7 +5,7 @@
 // measurement of a default sized for a laptop.
 // Used by `npm run bench:scale` (bench/scale.mjs); stopped and deleted at the end of the run.
 import { execFileSync, spawnSync } from 'node:child_process';
-import { chownSync, existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { chownSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { freePort } from './lib.mjs';
@@ -30,17 +30,37 @@ export function postgresBinDir() {
 }
 
 /**
+ * Huge pages the operating system holds reserved and not yet taken (`HugePages_Free` less
+ * `HugePages_Rsvd` of /proc/meminfo), or 0 where it says nothing of them.
+ */
+function freeHugePages() {
+  const meminfo = existsSync('/proc/meminfo') ? readFileSync('/proc/meminfo', 'utf8') : '';
+  const field = (name) => Number(new RegExp(`^${name}:\\s+(\\d+)`, 'm').exec(meminfo)?.[1] ?? 0);
+  return field('HugePages_Free') - field('HugePages_Rsvd');
+}
+
+/**
  * Makes and starts a PostgreSQL cluster in a new directory under the system's temporary
  * directory (on the same filesystem as the machine's server, usually: its WAL is flushed to the
  * same kind of disk), trust authentication for the superuser `postgres`, TCP on 127.0.0.1 only (no
  * Unix socket), with `settings` (name to value, passed as `-c name=value`). When this process runs
  * as root, which initdb refuses, the cluster belongs to the system user `postgres` and its
  * commands run through `runuser`.
- * @returns `{ adminUrl, dir, stop }`: the superuser's URL of its `postgres` database; the
- *   directory (data in `data/`, the server's log in `server.log`); and a function that stops the
- *   server (fast shutdown, waiting) and deletes the directory, and can be called more than once.
+ *
+ * Its shared memory goes on huge pages when `hugePages` is `auto` and the operating system has
+ * enough of them reserved and free, or when it is `on` (the start fails otherwise): with
+ * `shared_buffers` of gigabytes on 4 kB pages, every random page a statement touches costs
+ * address-translation misses, and the larger database pays for them most (docs/performance.md,
+ * "At a million users"). The number needed is PostgreSQL's own
+ * (`postgres -C shared_memory_size_in_huge_pages`, PostgreSQL 15 and later).
+ * @param hugePages `auto`, `on` or `off`.
+ * @returns `{ adminUrl, dir, stop, hugePages }`: the superuser's URL of its `postgres` database;
+ *   the directory (data in `data/`, the server's log in `server.log`); a function that stops the
+ *   server (fast shutdown, waiting) and deletes the directory, and can be called more than once;
+ *   and `{ used, needed, free }`, whether the server runs on huge pages, how many it needs (null
+ *   when this PostgreSQL cannot say) and how many were free before it started.
  */
-export async function startOwnPostgres(settings) {
+export async function startOwnPostgres(settings, { hugePages = 'auto' } = {}) {
   const bin = postgresBinDir();
   const asRoot = process.getuid?.() === 0;
   const dir = mkdtempSync(path.join(os.tmpdir(), 'latchkey-scale-postgres-'));
@@ -72,15 +92,20 @@ export async function startOwnPostgres(settings) {
     }
     run('initdb', ['-D', dataDir, '-U', 'postgres', '--auth=trust', '--encoding=UTF8', '--locale=C', '--no-instructions']);
     const port = await freePort();
-    const options = [
-      `-c port=${port}`,
-      "-c listen_addresses='127.0.0.1'",
-      "-c unix_socket_directories=''",
-      ...Object.entries(settings).map(([name, value]) => `-c ${name}=${value}`),
-    ].join(' ');
+    const settingArgs = Object.entries(settings).map(([name, value]) => `-c ${name}=${value}`);
+    let needed = null;
+    try {
+      const asArgv = Object.entries(settings).flatMap(([name, value]) => ['-c', `${name}=${value}`]);
+      needed = Number(run('postgres', ['-D', dataDir, ...asArgv, '-C', 'shared_memory_size_in_huge_pages']).trim());
+    } catch {
+      // PostgreSQL before 15 has no such parameter
+    }
+    const free = freeHugePages();
+    const used = hugePages === 'on' || (hugePages === 'auto' && needed !== null && needed > 0 && free >= needed);
+    const options = [`-c port=${port}`, "-c listen_addresses='127.0.0.1'", "-c unix_socket_directories=''", ...settingArgs, `-c huge_pages=${used ? 'on' : 'off'}`].join(' ');
     started = true;
     run('pg_ctl', ['-D', dataDir, '-l', logFile, '-o', options, '-w', '-t', '120', 'start']);
-    return { adminUrl: `postgres://postgres@127.0.0.1:${port}/postgres`, dir, stop };
+    return { adminUrl: `postgres://postgres@127.0.0.1:${port}/postgres`, dir, stop, hugePages: { used, needed, free } };
   } catch (error) {
     stop();
     throw error;

@@ -2,8 +2,9 @@
 // (docs/performance.md, "At a million users"). Not a test, not part of `npm test` or .ci/run.
 //
 // 0. Starts a PostgreSQL server of its own (bench/postgres-server.mjs) with a shared_buffers sized
-//    for a million users, as a deployment of that size has it (BENCH_SCALE_SHARED_BUFFERS=server
-//    uses the machine's server as it is configured instead).
+//    for a million users, on huge pages when the system has them reserved, as a deployment of that
+//    size has it (BENCH_SCALE_SHARED_BUFFERS=server uses the machine's server as it is configured
+//    instead).
 // 1. Creates two databases on that PostgreSQL, latchkey_scale_<time>_large and _small,
 //    migrated by a first start of the built service, and makes a few real rows through the API
 //    (template users' argon2id hashes, registered passkeys).
@@ -49,6 +50,9 @@
 //                                 of the memory, at most 4GB (unless BENCH_ADMIN_URL is set: then
 //                                 that server as it is); a size (512MB, 4GB): a server of its own
 //                                 with that; server: the machine's server (BENCH_ADMIN_URL)
+//   BENCH_SCALE_HUGE_PAGES (auto) the own server's shared memory on huge pages: auto when the
+//                                 system has enough reserved (sysctl vm.nr_hugepages; the run says
+//                                 how many it needs), on (fail without them), off
 //   BENCH_PG_BINDIR               where initdb and pg_ctl are (default: pg_config --bindir, else
 //                                 the newest /usr/lib/postgresql/<major>/bin)
 //   BENCH_MAX_LOAD (1.5), BENCH_QUIET_TIMEOUT (600)  wait for a quieter machine before measuring (and
@@ -131,6 +135,7 @@ const settings = {
   maxLoad: envNumber('BENCH_MAX_LOAD', 1.5),
   quietTimeoutSeconds: envNumber('BENCH_QUIET_TIMEOUT', 600),
   sharedBuffers: sharedBuffersSetting(),
+  hugePages: hugePagesSetting(),
   minRequests: envNumber('BENCH_SCALE_MIN_REQUESTS', 5_000),
 };
 /** Longest measurement per side and scenario, in seconds, however slow the scenario. */
@@ -151,6 +156,15 @@ function sharedBuffersSetting() {
   }
   if (value === 'server' || /^\d+(kB|MB|GB)$/.test(value)) return value;
   throw new Error(`BENCH_SCALE_SHARED_BUFFERS: "${value}" is neither "server" nor a size such as 4GB or 512MB`);
+}
+/**
+ * BENCH_SCALE_HUGE_PAGES: `auto` (default) puts the run's own server's shared memory on huge
+ * pages when the operating system has enough of them reserved, `on` requires it, `off` never.
+ */
+function hugePagesSetting() {
+  const value = process.env.BENCH_SCALE_HUGE_PAGES || 'auto';
+  if (!['auto', 'on', 'off'].includes(value)) throw new Error(`BENCH_SCALE_HUGE_PAGES: "${value}" is not one of auto, on, off`);
+  return value;
 }
 for (const name of settings.scenarios) if (!SCALE_SCENARIOS.includes(name)) throw new Error(`BENCH_SCENARIOS: "${name}" is not one of ${SCALE_SCENARIOS.join(', ')}`);
 if (settings.smallUsers < 100 || settings.users < settings.smallUsers) throw new Error('BENCH_SCALE_USERS must be at least BENCH_SCALE_SMALL_USERS, which must be at least 100');
@@ -844,7 +858,7 @@ function renderScale(report) {
   const lines = [
     BEGIN,
     '',
-    `Run of ${report.generatedAt.slice(0, 10)} at ${report.revision ?? 'an unknown revision'}: ${report.machine.cpus} × ${report.machine.cpuModel}, ${report.machine.memoryGiB} GiB, Node ${report.machine.node}, PostgreSQL ${report.machine.postgres} (shared_buffers ${report.machine.sharedBuffers}, ${report.machine.ownServer ? 'a server started by the run' : 'the machine\'s server as configured'}); 1-minute load ${report.quiet.after.one} before measuring.`,
+    `Run of ${report.generatedAt.slice(0, 10)} at ${report.revision ?? 'an unknown revision'}: ${report.machine.cpus} × ${report.machine.cpuModel}, ${report.machine.memoryGiB} GiB, Node ${report.machine.node}, PostgreSQL ${report.machine.postgres} (shared_buffers ${report.machine.sharedBuffers}${report.machine.hugePages ? ' on huge pages' : report.machine.hugePages === false ? ' on 4 kB pages' : ''}, ${report.machine.ownServer ? 'a server started by the run' : 'the machine\'s server as configured'}); 1-minute load ${report.quiet.after.one} before measuring.`,
     '',
     `#### Seeding (${L} users; ${S} users in brackets)`,
     '',
@@ -949,9 +963,15 @@ async function main() {
   if (settings.sharedBuffers === 'server') {
     await ensurePostgres();
   } else {
-    ownServer = await startOwnPostgres({ shared_buffers: settings.sharedBuffers });
+    ownServer = await startOwnPostgres({ shared_buffers: settings.sharedBuffers }, { hugePages: settings.hugePages });
     useAdminUrl(ownServer.adminUrl);
+    const { used, needed, free } = ownServer.hugePages;
     log(`PostgreSQL server of this run on ${ownServer.adminUrl}, shared_buffers ${settings.sharedBuffers} (${ownServer.dir})`);
+    if (used) log(`its shared memory is on ${needed ?? 'some'} huge pages`);
+    else if (settings.hugePages === 'auto' && needed !== null && needed > 0) {
+      log(`its shared memory is on 4 kB pages: the system has ${free} huge pages free of the ${needed} it needs; as root, sysctl -w vm.nr_hugepages=${needed} reserves them (docs/performance.md, "At a million users")`);
+    }
+  }
   }
   const startedAt = new Date();
   const keyFile = writeSigningKey(tmp);
@@ -1029,7 +1049,7 @@ async function main() {
     generatedAt: new Date().toISOString(),
     startedAt: startedAt.toISOString(),
     revision: gitRevision(),
-    machine: { cpus: os.cpus().length, cpuModel: os.cpus()[0]?.model ?? null, memoryGiB: Math.round(os.totalmem() / 2 ** 30), node: process.version, postgres: await postgresVersion(), sharedBuffers: shared[0].shared_buffers, ownServer: ownServer !== null },
+    machine: { cpus: os.cpus().length, cpuModel: os.cpus()[0]?.model ?? null, memoryGiB: Math.round(os.totalmem() / 2 ** 30), node: process.version, postgres: await postgresVersion(), sharedBuffers: shared[0].shared_buffers, ownServer: ownServer !== null, hugePages: ownServer?.hugePages.used ?? null },
     settings,
     quiet,
     seeding: { large: seedingLarge, small: seedingSmall },

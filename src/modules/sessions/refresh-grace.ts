@@ -57,8 +57,9 @@ export function isWithinGraceWindow(rotatedAt: Date, now: Date, graceSeconds: nu
  * @param q the refresh transaction.
  * @param token the locked row of the presented token; must be rotated.
  * @param presented the presented token (the parent), the only key to the sealed successor.
- * @returns the live token (43 base64url characters) to answer with, or undefined when the
- *   strict rule applies and the caller must treat the presentation as reuse.
+ * @returns the live token to answer with (64 base64url characters; 43 for one of format 1 sealed
+ *   before the upgrade), or undefined when the strict rule applies and the caller must treat the
+ *   presentation as reuse.
  */
 export async function liveTokenWithinGrace(
   q: Queryable,
