@@ -972,7 +972,6 @@ async function main() {
       log(`its shared memory is on 4 kB pages: the system has ${free} huge pages free of the ${needed} it needs; as root, sysctl -w vm.nr_hugepages=${needed} reserves them (docs/performance.md, "At a million users")`);
     }
   }
-  }
   const startedAt = new Date();
   const keyFile = writeSigningKey(tmp);
   const dataDir = path.join(tmp, 'data');
