@@ -9,9 +9,9 @@ import { decodeCanonicalBase64url, sha256 } from './secrets.js';
  * id (a time-ordered UUID, version 7: src/crypto/ids.ts), then {@link REFRESH_TOKEN_SECRET_BYTES}
  * bytes from the CSPRNG, its secret of 256 bits. The database holds the id and the SHA-256 of the
  * token's text, never the token: a copy of the database yields no usable token. The id finds the
- * row through the primary key, whose recent entries (the live tokens of active sessions are
- * at most a few access-token lifetimes old) share a few pages at the right edge of the index, and
- * the hash confirms it. A lookup by the hash alone would read a random page of an index as large
+ * row through the primary key, and the hash confirms it. The tokens of sessions in use are
+ * minutes old (a client refreshes every access-token lifetime or so), so their primary-key
+ * entries share a few pages at the right edge of the index, which stay in memory. A lookup by the hash alone would read a random page of an index as large
  * as the table, and every rotation would insert into such an index (a *split token*;
  * docs/performance.md, "At a million users").
  *

@@ -178,8 +178,8 @@ export interface RotatedRefreshToken {
 /**
  * The one rotation write of a refresh (docs/api.md#refresh-token-rotation, docs/performance.md).
  * When the `presented` token ({@link presentedTokenSql}) is live (never rotated) and its family
- * is live at `now` ({@link familyLiveSql}), marks the token rotated, inserts `successor` as its child, erases the
- * sealed successor its parent holds ({@link ERASE_PARENT_SEAL_SQL}; only when
+ * is live at `now` ({@link familyLiveSql}), marks the token rotated, inserts `successor` as its
+ * child, erases the sealed successor its parent holds ({@link ERASE_PARENT_SEAL_SQL}; only when
  * `successor.ciphertext` is set), and records the use of the session (`last_used_at`, when it
  * is at least `lastUsedResolutionSeconds` old: at most one write a minute per session), all in
  * one statement.
