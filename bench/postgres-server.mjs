@@ -92,17 +92,16 @@ export async function startOwnPostgres(settings, { hugePages = 'auto' } = {}) {
     }
     run('initdb', ['-D', dataDir, '-U', 'postgres', '--auth=trust', '--encoding=UTF8', '--locale=C', '--no-instructions']);
     const port = await freePort();
-    const settingArgs = Object.entries(settings).map(([name, value]) => `-c ${name}=${value}`);
+    const assignments = Object.entries(settings).map(([name, value]) => `${name}=${value}`);
     let needed = null;
     try {
-      const asArgv = Object.entries(settings).flatMap(([name, value]) => ['-c', `${name}=${value}`]);
-      needed = Number(run('postgres', ['-D', dataDir, ...asArgv, '-C', 'shared_memory_size_in_huge_pages']).trim());
+      needed = Number(run('postgres', ['-D', dataDir, ...assignments.flatMap((a) => ['-c', a]), '-C', 'shared_memory_size_in_huge_pages']).trim());
     } catch {
       // PostgreSQL before 15 has no such parameter
     }
     const free = freeHugePages();
     const used = hugePages === 'on' || (hugePages === 'auto' && needed !== null && needed > 0 && free >= needed);
-    const options = [`-c port=${port}`, "-c listen_addresses='127.0.0.1'", "-c unix_socket_directories=''", ...settingArgs, `-c huge_pages=${used ? 'on' : 'off'}`].join(' ');
+    const options = [`-c port=${port}`, "-c listen_addresses='127.0.0.1'", "-c unix_socket_directories=''", ...assignments.map((a) => `-c ${a}`), `-c huge_pages=${used ? 'on' : 'off'}`].join(' ');
     started = true;
     run('pg_ctl', ['-D', dataDir, '-l', logFile, '-o', options, '-w', '-t', '120', 'start']);
     return { adminUrl: `postgres://postgres@127.0.0.1:${port}/postgres`, dir, stop, hugePages: { used, needed, free } };

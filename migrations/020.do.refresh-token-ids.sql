@@ -14,7 +14,6 @@
 -- find again: every old instance stops before this migration (docs/operations.md).
 ALTER TABLE refresh_tokens ADD COLUMN format smallint NOT NULL DEFAULT 1;
 ALTER TABLE refresh_tokens ALTER COLUMN format SET DEFAULT 2;
-ALTER TABLE refresh_tokens ADD CONSTRAINT refresh_tokens_format CHECK (format IN (1, 2)) NOT VALID;
-ALTER TABLE refresh_tokens VALIDATE CONSTRAINT refresh_tokens_format;
+ALTER TABLE refresh_tokens ADD CONSTRAINT refresh_tokens_format CHECK (format IN (1, 2));
 CREATE UNIQUE INDEX IF NOT EXISTS refresh_tokens_format_1_hash_key ON refresh_tokens (token_hash) WHERE format = 1;
 DROP INDEX IF EXISTS refresh_tokens_token_hash_key;
