@@ -33,12 +33,17 @@
 //   BENCH_SCALE_USERS (1000000), BENCH_SCALE_SMALL_USERS (10000)   the two population sizes
 //   BENCH_SCALE_SAMPLE (2000)     users (sessions, passkeys) each scenario cycles through, per side
 //   BENCH_SCENARIOS (all)         subset of me,refresh,sign-in,sign-up,sessions,reset,passkey
-//   BENCH_DURATION (15)           seconds measured per side and scenario, in BENCH_ROUNDS (5)
+//   BENCH_DURATION (30)           seconds measured per side and scenario, in BENCH_ROUNDS (10)
 //                                 alternating slices, after BENCH_WARMUP (5) s of warm-up per side:
 //                                 each side's service is a process of its own, whose JIT needs
 //                                 some thousands of requests per route to settle (with 1 s, the
 //                                 first slices of both sides ran at half the speed of the last),
-//                                 and 5 s uses each sampled session and passkey at least once
+//                                 and 5 s uses each sampled session and passkey at least once.
+//                                 A slice's p99 moves with whatever else the machine did in its
+//                                 3 s (48 ms in one slice of a side, 306 in another): eight
+//                                 repetitions of 15 s in 5 slices (password reset, same code and
+//                                 databases) gave p99 ratios from 0.91 to 1.20 and throughput
+//                                 ratios from 0.84 to 1.06; more slices narrow that spread
 //   BENCH_SCALE_MIN_REQUESTS (5000)  a scenario slower than that in BENCH_DURATION is measured
 //                                 longer, up to 90 s per side: its p99 then rests on 50 requests
 //   BENCH_CONNECTIONS (32)        concurrencies measured
@@ -124,8 +129,8 @@ const settings = {
   smallUsers: Math.floor(envNumber('BENCH_SCALE_SMALL_USERS', 10_000)),
   sample: Math.floor(envNumber('BENCH_SCALE_SAMPLE', 2_000)),
   scenarios: (process.env.BENCH_SCENARIOS ?? SCALE_SCENARIOS.join(',')).split(',').map((s) => s.trim()),
-  seconds: envNumber('BENCH_DURATION', 15),
-  rounds: Math.max(1, Math.floor(envNumber('BENCH_ROUNDS', 5))),
+  seconds: envNumber('BENCH_DURATION', 30),
+  rounds: Math.max(1, Math.floor(envNumber('BENCH_ROUNDS', 10))),
   warmupSeconds: envNumber('BENCH_WARMUP', 5),
   connections: (process.env.BENCH_CONNECTIONS ?? '32').split(',').map((c) => Math.max(1, Math.floor(Number(c)))),
   poolModes: process.env.BENCH_SCALE_POOL_MODES !== '0',
@@ -739,18 +744,21 @@ const backendCpuDelta = (before, after) => [...after].reduce((sum, [pid, s]) => 
  * PostgreSQL's `shared_buffers`; `read`, read from outside them (the operating system's cache or
  * the disk). And the server's WAL so far (pg_stat_wal, every database: the other side's service
  * is idle meanwhile but for its workers' polls): `fpi`, full-page images (a page's first change
- * after a checkpoint is logged whole), `walBytes`. A backend reports its counts when a
+ * after a checkpoint is logged whole), `walBytes`. And `deleted`, rows deleted in `database`: the
+ * measured routes delete none, so these are the service's background purges (retention, every 10
+ * minutes), which a slice should not be charged with unnoticed. A backend reports its counts when a
  * transaction ends, at most once a second, and within a second of going idle: read after
  * {@link STATS_FLUSH_MS} of idleness, they are whole.
  */
 async function databaseCounters(admin, database) {
   const { rows } = await admin.query(
-    `SELECT d.blks_hit::float8 AS hit, d.blks_read::float8 AS read, w.wal_fpi::float8 AS fpi, w.wal_bytes::float8 AS wal_bytes
+    `SELECT d.blks_hit::float8 AS hit, d.blks_read::float8 AS read, w.wal_fpi::float8 AS fpi, w.wal_bytes::float8 AS wal_bytes,
+            d.tup_deleted::float8 AS deleted
        FROM pg_stat_database d, pg_stat_wal w WHERE d.datname = $1`,
     [database],
   );
-  const r = rows[0] ?? { hit: 0, read: 0, fpi: 0, wal_bytes: 0 };
-  return { hit: r.hit, read: r.read, fpi: r.fpi, walBytes: r.wal_bytes };
+  const r = rows[0] ?? { hit: 0, read: 0, fpi: 0, wal_bytes: 0, deleted: 0 };
+  return { hit: r.hit, read: r.read, fpi: r.fpi, walBytes: r.wal_bytes, deleted: r.deleted };
 }
 
 /** How long an idle backend may hold its statistics before reporting them (PGSTAT_MIN_INTERVAL, 1 s), with a margin. */
@@ -827,7 +835,13 @@ async function measureSides(scenario, connections, sides, admin, { blocks = true
     const backendSeconds = s.reduce((sum, x) => sum + x.backendSeconds, 0);
     const perRequest = (total) => (combined.ok > 0 ? total / combined.ok : null);
     const pagesPerRequest = blocks ? Object.fromEntries(Object.keys(s[0].pages).map((key) => [key, perRequest(s.reduce((sum, x) => sum + x.pages[key], 0))])) : null;
-    return { ...combined, databaseBackendMicrosecondsPerRequest: perRequest(backendSeconds * 1e6), pagesPerRequest };
+    return {
+      ...combined,
+      databaseBackendMicrosecondsPerRequest: perRequest(backendSeconds * 1e6),
+      pagesPerRequest,
+      sliceP99Ms: s.map((x) => x.p99Ms),
+      sliceRowsDeleted: blocks ? s.map((x) => x.pages.deleted) : null,
+    };
   });
   const throughputRatio = b.reqPerSec > 0 ? a.reqPerSec / b.reqPerSec : null;
   const p99Ratio = b.p99Ms > 0 ? a.p99Ms / b.p99Ms : null;
@@ -840,6 +854,10 @@ async function measureSides(scenario, connections, sides, admin, { blocks = true
           ` | FPI/req ${fmt(a.pagesPerRequest.fpi, 2)} / ${fmt(b.pagesPerRequest.fpi, 2)}, WAL bytes/req ${fmt(a.pagesPerRequest.walBytes)} / ${fmt(b.pagesPerRequest.walBytes)}`
         : ''),
   );
+  for (const [i, side] of sides.entries()) {
+    const x = i === 0 ? a : b;
+    log(`  ${side.name} slices: p99 ms ${x.sliceP99Ms.map((v) => fmt(v, 1)).join(', ')}${x.sliceRowsDeleted ? ` | rows deleted ${x.sliceRowsDeleted.join(', ')}` : ''}`);
+  }
   return { scenario: scenario.name, label: scenario.label, connections, seconds: sideSeconds, load1: loadAverage().one, [sides[0].name]: a, [sides[1].name]: b, throughputRatio, p99Ratio };
 }
 
@@ -877,13 +895,15 @@ function renderScale(report) {
     `#### Hot paths, ${L} against ${S} (at least ${s.seconds} s per side in ${s.rounds} alternating slices, after ${s.warmupSeconds} s of warm-up, longer where ${s.seconds} s would give fewer than ${s.minRequests.toLocaleString('en-US')} requests; ${s.sample} users drawn per scenario)`,
     '',
     table(
-      ['Scenario', 'Conn.', 's per side', `${L} req/s`, `${S} req/s`, 'Ratio (≥ 0.9)', `${L} p99 ms`, `${S} p99 ms`, 'p99 × (≤ 1.2)', `PostgreSQL µs/req, ${L} / ${S}`, `Pages/req read from outside shared_buffers, of all, ${L} / ${S}`, `WAL bytes (full-page images)/req, ${L} / ${S}`, 'Load after', 'Met'],
+      ['Scenario', 'Conn.', 's per side', `${L} req/s`, `${S} req/s`, 'Ratio (≥ 0.9)', `${L} p99 ms (slices)`, `${S} p99 ms (slices)`, 'p99 × (≤ 1.2)', `PostgreSQL µs/req, ${L} / ${S}`, `Pages/req read from outside shared_buffers, of all, ${L} / ${S}`, `WAL bytes (full-page images)/req, ${L} / ${S}`, `Rows purged meanwhile, ${L} / ${S}`, 'Load after', 'Met'],
       report.results.map((r) => {
         const met = r.throughputRatio >= THROUGHPUT_TARGET && r.p99Ratio <= P99_TARGET;
         const pgUs = (side) => fmt(side.databaseBackendMicrosecondsPerRequest);
         const pages = (side) => (side.pagesPerRequest ? `${fmt(side.pagesPerRequest.read, 2)} of ${fmt(side.pagesPerRequest.hit + side.pagesPerRequest.read, 1)}` : 'n/a');
         const wal = (side) => (side.pagesPerRequest ? `${fmt(side.pagesPerRequest.walBytes)} (${fmt(side.pagesPerRequest.fpi, 2)})` : 'n/a');
-        return [r.label, r.connections, fmt(r.seconds), fmt(r.large.reqPerSec), fmt(r.small.reqPerSec), fmt(r.throughputRatio, 2), fmt(r.large.p99Ms, 1), fmt(r.small.p99Ms, 1), fmt(r.p99Ratio, 2), `${pgUs(r.large)} / ${pgUs(r.small)}`, `${pages(r.large)} / ${pages(r.small)}`, `${wal(r.large)} / ${wal(r.small)}`, fmt(r.load1, 1), met ? 'yes' : '**no**'];
+        const p99 = (side) => `${fmt(side.p99Ms, 1)} (${fmt(Math.min(...side.sliceP99Ms))}–${fmt(Math.max(...side.sliceP99Ms))})`;
+        const purged = (side) => (side.sliceRowsDeleted ? fmt(side.sliceRowsDeleted.reduce((a, x) => a + x, 0)) : 'n/a');
+        return [r.label, r.connections, fmt(r.seconds), fmt(r.large.reqPerSec), fmt(r.small.reqPerSec), fmt(r.throughputRatio, 2), p99(r.large), p99(r.small), fmt(r.p99Ratio, 2), `${pgUs(r.large)} / ${pgUs(r.small)}`, `${pages(r.large)} / ${pages(r.small)}`, `${wal(r.large)} / ${wal(r.small)}`, `${purged(r.large)} / ${purged(r.small)}`, fmt(r.load1, 1), met ? 'yes' : '**no**'];
       }),
     ),
     '',
