@@ -744,9 +744,10 @@ const backendCpuDelta = (before, after) => [...after].reduce((sum, [pid, s]) => 
  * PostgreSQL's `shared_buffers`; `read`, read from outside them (the operating system's cache or
  * the disk). And the server's WAL so far (pg_stat_wal, every database: the other side's service
  * is idle meanwhile but for its workers' polls): `fpi`, full-page images (a page's first change
- * after a checkpoint is logged whole), `walBytes`. And `deleted`, rows deleted in `database`: the
- * measured routes delete none, so these are the service's background purges (retention, every 10
- * minutes), which a slice should not be charged with unnoticed. A backend reports its counts when a
+ * after a checkpoint is logged whole), `walBytes`. And `deleted`, rows deleted in `database`: of
+ * the measured routes only the passkey sign-in deletes a row (its used challenge), so the rest are
+ * the service's background purges (retention, every 10 minutes), which a slice should not be
+ * charged with unnoticed. A backend reports its counts when a
  * transaction ends, at most once a second, and within a second of going idle: read after
  * {@link STATS_FLUSH_MS} of idleness, they are whole.
  */
@@ -903,7 +904,7 @@ function renderScale(report) {
         const wal = (side) => (side.pagesPerRequest ? `${fmt(side.pagesPerRequest.walBytes)} (${fmt(side.pagesPerRequest.fpi, 2)})` : 'n/a');
         const p99 = (side) => `${fmt(side.p99Ms, 1)} (${fmt(Math.min(...side.sliceP99Ms))}–${fmt(Math.max(...side.sliceP99Ms))})`;
         const purged = (side) => (side.sliceRowsDeleted ? fmt(side.sliceRowsDeleted.reduce((a, x) => a + x, 0)) : 'n/a');
-        return [r.label, r.connections, fmt(r.seconds), fmt(r.large.reqPerSec), fmt(r.small.reqPerSec), fmt(r.throughputRatio, 2), p99(r.large), p99(r.small), fmt(r.p99Ratio, 2), `${pgUs(r.large)} / ${pgUs(r.small)}`, `${pages(r.large)} / ${pages(r.small)}`, `${wal(r.large)} / ${wal(r.small)}`, `${purged(r.large)} / ${purged(r.small)}`, fmt(r.load1, 1), met ? 'yes' : '**no**'];
+        return [r.label, r.connections, fmt(r.seconds), fmt(r.large.reqPerSec), fmt(r.small.reqPerSec), fmt(r.throughputRatio, 3), p99(r.large), p99(r.small), fmt(r.p99Ratio, 3), `${pgUs(r.large)} / ${pgUs(r.small)}`, `${pages(r.large)} / ${pages(r.small)}`, `${wal(r.large)} / ${wal(r.small)}`, `${purged(r.large)} / ${purged(r.small)}`, fmt(r.load1, 1), met ? 'yes' : '**no**'];
       }),
     ),
     '',
